@@ -1,0 +1,181 @@
+"""Settings for askuser, read from the environment.
+
+With nothing set, the server runs on SQLite (WAL) and the in-memory channel
+layer, keeping its data under ``var/``. ``DATABASE_URL`` switches to
+PostgreSQL and ``REDIS_URL`` to the Redis channel layer (the scaled mode).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = env_str(name)
+    if not value:
+        return default
+    return value.lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_int(name: str, default: int) -> int:
+    value = env_str(name)
+    return int(value) if value else default
+
+
+DATA_DIR = Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var")
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def local_secret_key() -> str:
+    """A random key kept in the data directory, so logins survive restarts."""
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = env_str("SECRET_KEY") or local_secret_key()
+DEBUG = env_bool("DEBUG")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",  # first, so that runserver serves the ASGI application
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "ninja",
+    "askuser_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "controlui.urls"
+ASGI_APPLICATION = "controlui.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+SQLITE_OPTIONS = {
+    # Writers take the lock when the transaction starts, so a read-then-write
+    # transaction never fails half-way with "database is locked".
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+
+
+def database_config() -> dict:
+    url = env_str("DATABASE_URL")
+    config = dj_database_url.parse(url) if url else {"NAME": DATA_DIR / "db.sqlite3"}
+    if config.get("ENGINE", "django.db.backends.sqlite3") == "django.db.backends.sqlite3":
+        name = Path(config["NAME"])
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": name,
+            "OPTIONS": SQLITE_OPTIONS,
+            # A file, so that server processes started by the tests share it.
+            "TEST": {"NAME": name.with_name(f"test-{name.name}")},
+        }
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # A pool instead of persistent connections: under ASGI every request
+        # has its own thread, so per-thread connections would pile up.
+        size = env_int("DATABASE_POOL_SIZE", 20)
+        config["OPTIONS"] = {"pool": {"min_size": 2, "max_size": size, "timeout": 10}}
+        config["CONN_MAX_AGE"] = 0
+    return config
+
+
+DATABASES = {"default": database_config()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+
+def channel_layer_config() -> dict:
+    url = env_str("REDIS_URL")
+    if url:
+        return {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [url], "prefix": env_str("ASKUSER_REDIS_PREFIX", "askuser")},
+        }
+    return {"BACKEND": "askuser_app.layers.InMemoryChannelLayer"}
+
+
+CHANNEL_LAYERS = {"default": channel_layer_config()}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Served from the source folders, so the server runs without collectstatic.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+
+# The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+    "loggers": {"askuser": {"level": env_str("LOG_LEVEL", "INFO")}},
+}
