@@ -1,0 +1,224 @@
+"""What askuser stores: agents, chat sessions, runs, prompts and their trail.
+
+Only ``services.py`` changes a prompt's state; these classes hold data and
+small read helpers.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Agent(models.Model):
+    """An API client acting for its owner; authenticates with a bearer token."""
+
+    name = models.CharField(max_length=100)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agents")
+    # sha256 of the token; the token itself is shown once and never stored.
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    token_prefix = models.CharField(
+        max_length=16, editable=False, help_text="First characters of the token, to recognise it."
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class Session(models.Model):
+    """One chat conversation between an owner and their agents, keyed by the agent."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
+    key = models.CharField(max_length=128)
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="sessions", help_text="The agent that last used the session."
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "key"], name="session_key_unique_per_owner")]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Run(models.Model):
+    class Kind(models.TextChoices):
+        MAIN = "main"
+        SUBAGENT = "subagent"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        ABORTED = "aborted"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    run_id = models.CharField(max_length=128)
+    # Null for a run that was aborted before it ever asked anything.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs", null=True, blank=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.MAIN)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    aborted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "run_id"], name="run_id_unique_per_agent")]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.run_id
+
+
+class Prompt(models.Model):
+    """One ask_user call: one to three questions, a deadline and a status."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        ANSWERED = "answered"
+        NO_ANSWER = "no_answer"
+
+    class Reason(models.TextChoices):
+        EXPIRED = "expired"
+        CANCELLED = "cancelled"
+        ABORTED = "aborted"
+        SKIPPED = "skipped"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="prompts")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="prompts")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="prompts")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    reason = models.CharField(max_length=10, choices=Reason.choices, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    timeout_seconds = models.PositiveIntegerField()
+    expires_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="resolved_prompts"
+    )
+    surface = models.CharField(max_length=32, blank=True, help_text="Where it was resolved: web, text, api, …")
+    warnings = models.JSONField(default=list, blank=True)
+    # The terminal result exactly as agents receive it (SPEC 3.2), written once.
+    result = models.JSONField(null=True, blank=True, editable=False)
+    idempotency_key = models.CharField(max_length=255, blank=True)
+    request_digest = models.CharField(max_length=64, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # The database, not the code, guarantees one pending prompt per session.
+            models.UniqueConstraint(
+                fields=["session"], condition=Q(status="pending"), name="one_pending_prompt_per_session"
+            ),
+            models.UniqueConstraint(
+                fields=["agent", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="idempotency_key_unique_per_agent",
+            ),
+        ]
+        indexes = [
+            # The expiry loop's query: the next pending deadline.
+            models.Index(fields=["expires_at"], condition=Q(status="pending"), name="pending_deadline_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session.key} · {self.id}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == self.Status.PENDING
+
+    def is_overdue(self, now=None) -> bool:
+        return self.is_pending and self.expires_at <= (now or timezone.now())
+
+
+class Question(models.Model):
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="questions")
+    position = models.PositiveSmallIntegerField()
+    key = models.CharField(max_length=64, help_text="The id the agent gave the question.")
+    header = models.CharField(max_length=64, help_text="Shown in the UI, at most 12 characters.")
+    header_full = models.CharField(max_length=500, help_text="The header as the agent sent it.")
+    text = models.TextField()
+    multi_select = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["prompt", "position"]
+        constraints = [models.UniqueConstraint(fields=["prompt", "key"], name="question_key_unique_per_prompt")]
+
+    def __str__(self) -> str:
+        return f"{self.header}: {self.text}"
+
+
+class Option(models.Model):
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="options")
+    position = models.PositiveSmallIntegerField()
+    label = models.CharField(max_length=64)
+    description = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["question", "position"]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def is_recommended(self) -> bool:
+        return "(recommended)" in self.label.casefold()
+
+
+class Answer(models.Model):
+    """The human's answer to one question of an answered prompt."""
+
+    question = models.OneToOneField(Question, on_delete=models.CASCADE, related_name="answer")
+    values = models.JSONField(default=list, help_text="Chosen option labels, then the free text if any.")
+    free_text = models.TextField(blank=True, help_text="The value typed as Other, if any.")
+    skipped = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return "Skipped" if self.skipped else ", ".join(self.values)
+
+
+class PromptEvent(models.Model):
+    """Append-only trail of everything that happened to a prompt."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created"
+        ANSWERED = "answered"
+        SKIPPED = "skipped"
+        EXPIRED = "expired"
+        CANCELLED = "cancelled"
+        ABORTED = "aborted"
+
+    TERMINAL = frozenset({Kind.ANSWERED, Kind.SKIPPED, Kind.EXPIRED, Kind.CANCELLED, Kind.ABORTED})
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(default=timezone.now)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    actor = models.CharField(max_length=200, help_text="Who caused it: a user, an agent or the system.")
+    surface = models.CharField(max_length=32, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["prompt", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.actor}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise ValueError("Prompt events are append-only.")
+        super().save(*args, **kwargs)
