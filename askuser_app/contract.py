@@ -1,0 +1,422 @@
+"""The agent's contract (SPEC 3): the ask_user request, its validation, the result.
+
+Everything an agent can rely on is defined here: the request models (which
+also produce the JSON schema of the tool and of the OpenAPI document), the
+sentence each validation failure gets, the shape of the result, and the
+tool definition with its model-facing guidance.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import regex
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
+from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import PydanticCustomError
+
+MAX_QUESTIONS = 3
+HEADER_LENGTH = 12
+DEFAULT_TIMEOUT = 900
+MIN_TIMEOUT, MAX_TIMEOUT = 30, 3600
+MAX_WAIT = 55
+MAX_BODY_BYTES = 64 * 1024
+MAX_FREE_TEXT = 2000
+RECOMMENDED = "(recommended)"
+
+# Invisible characters that make a string look blank without being whitespace.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+def invalid(message: str) -> PydanticCustomError:
+    return PydanticCustomError("askuser", message)
+
+
+def _checked_text(value: str, *, multiline: bool) -> str:
+    allowed = "\n\t" if multiline else ""
+    for char in value:
+        if unicodedata.category(char) == "Cc" and char not in allowed:
+            raise invalid(f"must not contain control characters (found U+{ord(char):04X})")
+        if unicodedata.category(char) == "Cs":
+            raise invalid("must be valid Unicode text (found a lone surrogate)")
+    if not value.strip(_INVISIBLE + " \t\n"):
+        raise invalid("must not be blank")
+    return value
+
+
+def _single_line(value: str) -> str:
+    return _checked_text(value, multiline=False)
+
+
+def _multi_line(value: str) -> str:
+    return _checked_text(value, multiline=True)
+
+
+def _not_other(label: str) -> str:
+    if label.casefold().rstrip(".…: ") == "other":
+        raise invalid('must not be "Other": a free-text answer is always offered')
+    return label
+
+
+Line = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_single_line)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_multi_line)]
+Key = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"),
+]
+QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
+Label = Annotated[Line, StringConstraints(max_length=64), AfterValidator(_not_other)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
+
+
+class OptionIn(Strict):
+    label: Label = Field(
+        description='Short choice label (at most 64 characters). Append " (Recommended)" to the option you recommend.'
+    )
+    description: Annotated[Text, StringConstraints(max_length=200)] | None = Field(
+        default=None, description="What choosing it means (at most 200 characters)."
+    )
+
+
+class QuestionIn(Strict):
+    id: QuestionId = Field(description="snake_case key of this question in the answers, unique in the prompt.")
+    header: Annotated[Line, StringConstraints(max_length=500)] = Field(
+        description="Very short label shown as a chip; truncated to 12 characters."
+    )
+    question: Annotated[Text, StringConstraints(max_length=500)] = Field(
+        description="The full question, one sentence, at most 500 characters."
+    )
+    options: list[OptionIn] = Field(
+        min_length=2, max_length=4, description="2 to 4 distinct choices; never an Other option."
+    )
+    multiSelect: StrictBool = Field(default=False, description="Allow choosing several options.")
+
+    @property
+    def short_header(self) -> str:
+        return truncate_header(self.header)
+
+
+class AskUserInput(Strict):
+    """The ask_user tool's input: the questions and how long to wait."""
+
+    questions: list[QuestionIn] = Field(min_length=1, max_length=MAX_QUESTIONS, description="1 to 3 questions.")
+    timeoutSeconds: StrictInt = Field(
+        default=DEFAULT_TIMEOUT,
+        description=f"Seconds to wait, clamped to {MIN_TIMEOUT}–{MAX_TIMEOUT}; default {DEFAULT_TIMEOUT}.",
+    )
+
+    @property
+    def timeout(self) -> int:
+        return min(max(self.timeoutSeconds, MIN_TIMEOUT), MAX_TIMEOUT)
+
+    def warnings(self) -> list[str]:
+        notes = []
+        for qi, question in enumerate(self.questions):
+            if any(RECOMMENDED in o.label.casefold() for o in question.options[1:]):
+                notes.append(f"questions[{qi}].options: put the recommended option first.")
+            if question.short_header != question.header:
+                notes.append(f"questions[{qi}].header: truncated to {question.short_header!r} (at most 12 characters).")
+        if self.timeout != self.timeoutSeconds:
+            notes.append(f"timeoutSeconds: {self.timeoutSeconds} was clamped to {self.timeout}.")
+        return notes
+
+
+class CreatePromptIn(AskUserInput):
+    """POST /api/v1/prompts: the tool input plus where the call comes from."""
+
+    session: Key = Field(description="The chat session key, chosen by the agent (e.g. support-42).")
+    run_id: Key | None = Field(default=None, description="The agent run asking; generated when omitted.")
+    run_kind: Literal["main", "subagent"] = Field(default="main", description="Only main runs may ask.")
+
+
+def truncate_header(header: str) -> str:
+    """The first 12 user-perceived characters, never splitting an emoji or accent."""
+    clusters = regex.findall(r"\X", header)
+    return "".join(clusters[:HEADER_LENGTH]).rstrip()
+
+
+# --- errors ------------------------------------------------------------------
+
+_TYPE_MESSAGES = {
+    "missing": "is required",
+    "extra_forbidden": "is not a known field",
+    "string_type": "must be a string",
+    "string_unicode": "must be valid Unicode text",
+    "int_type": "must be an integer",
+    "bool_type": "must be true or false",
+    "list_type": "must be a list",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "dict_type": "must be an object",
+    "literal_error": "must be one of {expected}",
+    "string_pattern_mismatch": "{pattern_hint}",
+    "string_too_long": "must be at most {max_length} characters",
+    "string_too_short": "must not be blank",
+    "too_short": "must have at least {min_length} item(s)",
+    "too_long": "must have at most {max_length} item(s)",
+}
+
+_PATTERN_HINTS = {
+    "^[a-z][a-z0-9_]*$": "must be snake_case: a lowercase letter, then lowercase letters, digits or underscores",
+    "^[A-Za-z0-9][A-Za-z0-9._:@-]*$": "must be letters, digits and . _ : @ - (starting with a letter or digit)",
+}
+
+_COUNT_MESSAGES = {
+    "questions": f"must have 1 to {MAX_QUESTIONS} questions",
+    "options": "must have 2 to 4 options",
+}
+
+
+def field_path(loc: tuple[int | str, ...] | list[int | str]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _message(error: dict[str, Any]) -> str:
+    kind, ctx, loc = error["type"], error.get("ctx") or {}, error["loc"]
+    if kind == "askuser":
+        return error["msg"]
+    if kind in ("too_short", "too_long") and loc and loc[-1] in _COUNT_MESSAGES:
+        return f"{_COUNT_MESSAGES[loc[-1]]} (got {ctx.get('actual_length')})"
+    if kind == "too_long" and isinstance(error.get("input"), str):
+        return f"must be at most {ctx.get('max_length')} characters (got {len(error['input'])})"
+    template = _TYPE_MESSAGES.get(kind)
+    if template is None:
+        return error["msg"]
+    hint = _PATTERN_HINTS.get(str(ctx.get("pattern")), "has the wrong form")
+    return template.format(pattern_hint=hint, **ctx)
+
+
+class ContractError(Exception):
+    """A request that breaks the contract; ``errors`` are ``{path, message}`` pairs."""
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        self.errors = errors
+        super().__init__(self.sentence)
+
+    @property
+    def sentence(self) -> str:
+        first = self.errors[0]
+        more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+        return f"{first['path']}: {first['message']}{more}."
+
+
+def describe_errors(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Pydantic errors as ``{path, message}`` pairs in our own words."""
+    return [{"path": field_path(error["loc"]) or "body", "message": _message(error)} for error in errors]
+
+
+def _duplicates(values: list[str], path: str) -> list[dict[str, str]]:
+    errors, seen = [], {}
+    for index, value in enumerate(values):
+        folded = unicodedata.normalize("NFKC", value).casefold()
+        if folded in seen:
+            message = f"duplicates {path.format(seen[folded])} ({value!r}); each must be different"
+            errors.append({"path": path.format(index), "message": message})
+        seen.setdefault(folded, index)
+    return errors
+
+
+def parse_create(data: Any) -> CreatePromptIn:
+    """Validate a create body or raise ContractError naming every broken rule."""
+    if not isinstance(data, dict):
+        raise ContractError([{"path": "body", "message": "must be a JSON object"}])
+    try:
+        request = CreatePromptIn.model_validate(data)
+    except PydanticValidationError as exc:
+        raise ContractError(describe_errors(exc.errors())) from None
+    errors = _duplicates([q.id for q in request.questions], "questions[{}].id")
+    for qi, question in enumerate(request.questions):
+        errors += _duplicates([o.label for o in question.options], f"questions[{qi}].options[{{}}].label")
+    if errors:
+        raise ContractError(errors)
+    return request
+
+
+def error_body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
+    """Every API error: a machine code and a sentence saying what is wrong."""
+    return {"error": code, "detail": detail, **extra}
+
+
+# --- results -----------------------------------------------------------------
+
+
+def iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def pending_result(prompt_id: str, expires_at: datetime) -> dict[str, Any]:
+    return {"status": "pending", "id": prompt_id, "expires_at": iso(expires_at)}
+
+
+def answered_result(
+    prompt_id: str,
+    answers: list[tuple[str, str, list[str], str, bool]],
+    *,
+    resolved_by: str | None,
+    surface: str,
+    resolved_at: datetime,
+) -> dict[str, Any]:
+    """``answers`` holds (question id, header, option labels, free text, skipped)."""
+    values, details, skipped, summary = {}, {}, [], []
+    for key, header, options, free_text, was_skipped in answers:
+        values[key] = [*options, free_text] if free_text else list(options)
+        details[key] = {"options": list(options), "free_text": free_text or None, "skipped": was_skipped}
+        if was_skipped:
+            skipped.append(key)
+        summary.append(f"{header}: {summary_value(values[key], free_text, was_skipped)}")
+    return {
+        "status": "answered",
+        "answers": {"answers": values},
+        "id": prompt_id,
+        "reason": None,
+        "resolved_by": resolved_by,
+        "surface": surface,
+        "resolved_at": iso(resolved_at),
+        "details": details,
+        "skipped": skipped,
+        "summary": summary,
+    }
+
+
+def summary_value(values: list[str], free_text: str, skipped: bool) -> str:
+    if skipped:
+        return "Skipped"
+    return ", ".join(f"“{value}”" if value == free_text else value for value in values)
+
+
+NO_ANSWER_WORDS = {"expired": "Expired", "cancelled": "Cancelled", "aborted": "Cancelled", "skipped": "Skipped"}
+
+
+def no_answer_result(
+    prompt_id: str,
+    headers: list[str],
+    *,
+    reason: str,
+    resolved_by: str | None,
+    surface: str | None,
+    resolved_at: datetime,
+) -> dict[str, Any]:
+    word = NO_ANSWER_WORDS[reason]
+    return {
+        "status": "no_answer",
+        "id": prompt_id,
+        "reason": reason,
+        "resolved_by": resolved_by,
+        "surface": surface,
+        "resolved_at": iso(resolved_at),
+        "summary": [f"{header}: {word}" for header in headers],
+    }
+
+
+# --- response documents (for the OpenAPI document; results are built above) ---
+
+
+class Document(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class AnswersOut(Document):
+    answers: dict[str, list[str]]
+
+
+class AnswerDetailOut(Document):
+    options: list[str]
+    free_text: str | None
+    skipped: bool
+
+
+class ResultOut(Document):
+    """A prompt's state: pending, or the terminal result of SPEC 3.2."""
+
+    status: Literal["pending", "answered", "no_answer"]
+    id: str
+    expires_at: str | None = None
+    answers: AnswersOut | None = None
+    reason: Literal["expired", "cancelled", "aborted", "skipped"] | None = None
+    resolved_by: str | None = None
+    surface: str | None = None
+    resolved_at: str | None = None
+    details: dict[str, AnswerDetailOut] | None = None
+    skipped: list[str] | None = None
+    summary: list[str] | None = None
+
+
+class CreatedOut(Document):
+    id: str
+    status: Literal["pending", "answered", "no_answer"]
+    expires_at: str
+    warnings: list[str]
+    session: str
+    run_id: str
+    timeoutSeconds: int
+
+
+class AbortedOut(Document):
+    run_id: str
+    status: Literal["aborted"]
+    cancelled_prompt: str | None
+    result: ResultOut | None
+
+
+class FieldErrorOut(Document):
+    path: str
+    message: str
+
+
+class ErrorOut(Document):
+    error: str
+    detail: str
+    errors: list[FieldErrorOut] | None = None
+
+
+# --- the tool definition -------------------------------------------------------
+
+TOOL_NAME = "ask_user"
+
+TOOL_DESCRIPTION = """\
+Ask your user one to three structured questions and wait for the answers.
+
+Use it only for decisions that belong to the user: a preference, a trade-off \
+only they can weigh, an action with consequences they must own. Do not use it \
+for routine confirmation, to ask permission to continue, or for facts you can \
+find in the request, the code or a sensible default.
+
+- Prefer a single question; ask at most three, and only when they belong together.
+- Give 2 to 4 clear options. Put the option you recommend first and end its \
+label with " (Recommended)".
+- Never add an "Other" option: the user can always type their own answer.
+- Keep `header` very short (12 characters); make `question` one clear sentence.
+- The result is {"status": "answered", "answers": {"answers": {"<id>": ["<label or typed text>"]}}} \
+or {"status": "no_answer"} when the user skipped, the question timed out or it was cancelled.
+- After no_answer, continue with your best judgement and say which choice you made. \
+Do not ask the same question again.
+"""
+
+
+def tool_definition() -> dict[str, Any]:
+    schema = AskUserInput.model_json_schema()
+    return {
+        "name": TOOL_NAME,
+        "description": TOOL_DESCRIPTION,
+        "input_schema": schema,
+        "result": {
+            "answered": {"status": "answered", "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}}},
+            "no_answer": {"status": "no_answer"},
+        },
+        "limits": {
+            "questions": [1, MAX_QUESTIONS],
+            "options": [2, 4],
+            "header_length": HEADER_LENGTH,
+            "timeout_seconds": {"default": DEFAULT_TIMEOUT, "min": MIN_TIMEOUT, "max": MAX_TIMEOUT},
+        },
+    }
