@@ -1,0 +1,519 @@
+"""Every change to a prompt's state happens here, and nowhere else.
+
+Each transition out of ``pending`` is a compare-and-set on the prompt row
+(``filter(status=PENDING).update(...)``) inside a short transaction that also
+writes the answers and the event row; the loser of a race gets
+``AlreadyResolved`` with a sentence saying what happened. Realtime
+notifications leave only after commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import unicodedata
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Min
+from django.utils import timezone
+
+from . import contract, expiry, realtime
+from .agentauth import hash_token, new_token
+from .models import Agent, Answer, Option, Prompt, PromptEvent, Question, Run, Session
+
+log = logging.getLogger("askuser")
+
+PENDING = Prompt.Status.PENDING
+Reason = Prompt.Reason
+
+
+class DomainError(Exception):
+    """A refusal the API reports with ``status`` and the sentence in ``message``."""
+
+    status = 400
+    code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code or type(self).code
+        self.extra = extra
+
+
+class NotFound(DomainError):
+    status, code = 404, "not_found"
+
+
+class Refused(DomainError):
+    status, code = 403, "refused"
+
+
+class Conflict(DomainError):
+    status, code = 409, "conflict"
+
+
+class InvalidAnswer(DomainError):
+    status, code = 422, "invalid_answer"
+
+
+class AlreadyResolved(Conflict):
+    code = "already_resolved"
+
+    def __init__(self, prompt: Prompt) -> None:
+        super().__init__(describe_resolution(prompt), prompt=prompt.result)
+        self.prompt = prompt
+
+
+# --- agents --------------------------------------------------------------------
+
+
+def create_agent(name: str, owner: AbstractBaseUser) -> tuple[Agent, str]:
+    """A new agent and its token; the token is returned once and stored only as a hash."""
+    token = new_token()
+    agent = Agent.objects.create(name=name, owner=owner, token_hash=hash_token(token), token_prefix=token[:10])
+    return agent, token
+
+
+def revoke_agent(agent: Agent) -> bool:
+    """Revoke the token; False when it was already revoked."""
+    return bool(Agent.objects.filter(pk=agent.pk, revoked_at=None).update(revoked_at=timezone.now()))
+
+
+# --- asking --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Asked:
+    prompt: Prompt
+    created: bool  # False when an Idempotency-Key replayed an earlier create
+
+
+def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str | None = None) -> Asked:
+    """Store a new pending prompt for the agent's session, or refuse it."""
+    if request.run_kind != Run.Kind.MAIN:
+        raise Refused("ask_user is available only in the main session; a subagent run cannot ask the user.")
+    digest = request_digest(request)
+    with transaction.atomic():
+        if idempotency_key:
+            earlier = Prompt.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
+            if earlier is not None:
+                return _replay(earlier, digest)
+        session = _session_for(agent, request.session)
+        run = _run_for(agent, session, request.run_id)
+        _expire_overdue_in(session)
+        prompt, created = _insert_prompt(agent, session, run, request, idempotency_key, digest)
+        if not created:
+            return _replay(prompt, digest)
+        _store_questions(prompt, request)
+        _record(prompt, PromptEvent.Kind.CREATED, f"agent {agent.name}", "api", run_id=run.run_id)
+        transaction.on_commit(lambda: realtime.prompt_created(prompt), robust=True)
+        transaction.on_commit(lambda: expiry.deadline_added(prompt.expires_at), robust=True)
+    return Asked(prompt, created=True)
+
+
+def request_digest(request: contract.CreatePromptIn) -> str:
+    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+
+
+def _replay(earlier: Prompt, digest: str) -> Asked:
+    if earlier.request_digest != digest:
+        raise Conflict(
+            "This Idempotency-Key was already used for a different request; use a new key for a new prompt.",
+            code="idempotency_key_reused",
+        )
+    return Asked(earlier, created=False)
+
+
+def _session_for(agent: Agent, key: str) -> Session:
+    session, created = Session.objects.get_or_create(owner_id=agent.owner_id, key=key, defaults={"agent": agent})
+    if not created and session.agent_id != agent.pk:
+        Session.objects.filter(pk=session.pk).update(agent=agent)
+    return session
+
+
+def _run_for(agent: Agent, session: Session, run_id: str | None) -> Run:
+    if run_id is None:
+        return Run.objects.create(agent=agent, run_id=f"run-{uuid.uuid4().hex[:12]}", session=session)
+    # Lock the run so that an abort racing this ask sees the new prompt.
+    run, _ = Run.objects.select_for_update().get_or_create(agent=agent, run_id=run_id, defaults={"session": session})
+    if run.status == Run.Status.ABORTED:
+        raise Conflict(f"Run {run_id} was aborted at {clock(run.aborted_at)}; an aborted run cannot ask again.")
+    if run.session_id is None:
+        Run.objects.filter(pk=run.pk).update(session=session)
+    elif run.session_id != session.pk:
+        raise Conflict(f"Run {run_id} belongs to session {run.session.key}, not {session.key}.")
+    return run
+
+
+def _expire_overdue_in(session: Session) -> None:
+    overdue = Prompt.objects.filter(session=session, status=PENDING, expires_at__lte=timezone.now()).first()
+    if overdue is not None:
+        _expire(overdue)
+
+
+def _insert_prompt(
+    agent: Agent,
+    session: Session,
+    run: Run,
+    request: contract.CreatePromptIn,
+    idempotency_key: str | None,
+    digest: str,
+) -> tuple[Prompt, bool]:
+    """Insert the prompt; ``(earlier, False)`` when a concurrent create with the key won."""
+    now = timezone.now()
+    prompt = Prompt(
+        agent=agent,
+        session=session,
+        run=run,
+        created_at=now,
+        timeout_seconds=request.timeout,
+        expires_at=now + timedelta(seconds=request.timeout),
+        warnings=request.warnings(),
+        idempotency_key=idempotency_key or "",
+        request_digest=digest,
+    )
+    try:
+        with transaction.atomic():
+            prompt.save(force_insert=True)
+    except IntegrityError:
+        # Either a concurrent create with the same Idempotency-Key won, or the
+        # session already has a pending prompt: the database decided.
+        if idempotency_key:
+            earlier = Prompt.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
+            if earlier is not None:
+                return earlier, False
+        raise _session_busy(session) from None
+    return prompt, True
+
+
+def _session_busy(session: Session) -> Conflict:
+    pending = Prompt.objects.filter(session=session, status=PENDING).first()
+    pending_id = str(pending.pk) if pending else None
+    return Conflict(
+        f"Session {session.key} already has a pending prompt ({pending_id}); "
+        "wait for its result or cancel it before asking again.",
+        code="session_busy",
+        pending_prompt=pending_id,
+    )
+
+
+def _store_questions(prompt: Prompt, request: contract.CreatePromptIn) -> None:
+    questions = Question.objects.bulk_create(
+        Question(
+            prompt=prompt,
+            position=index,
+            key=q.id,
+            header=q.short_header,
+            header_full=q.header,
+            text=q.question,
+            multi_select=q.multiSelect,
+        )
+        for index, q in enumerate(request.questions)
+    )
+    Option.objects.bulk_create(
+        Option(question=question, position=index, label=o.label, description=o.description or "")
+        for question, q in zip(questions, request.questions, strict=True)
+        for index, o in enumerate(q.options)
+    )
+
+
+# --- resolving -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuestionAnswer:
+    options: list[str]
+    free_text: str = ""
+
+    @property
+    def skipped(self) -> bool:
+        return not self.options and not self.free_text
+
+
+AnswerInput = Mapping[str, Sequence[str] | str | None]
+
+
+def answer(prompt: Prompt, answers: AnswerInput, *, by: AbstractBaseUser | None, surface: str = "api") -> Prompt:
+    """Record the human's answers; a prompt with every question skipped is skipped."""
+    if not prompt.is_pending:
+        raise AlreadyResolved(prompt)
+    questions = list(prompt.questions.prefetch_related("options"))
+    read = read_answers(questions, answers)
+    if all(a.skipped for a in read.values()):
+        return skip_all(prompt, by=by, surface=surface)
+    resolved_at = timezone.now()
+    result = contract.answered_result(
+        str(prompt.pk),
+        [(q.key, q.header, read[q.key].options, read[q.key].free_text, read[q.key].skipped) for q in questions],
+        resolved_by=_username(by),
+        surface=surface,
+        resolved_at=resolved_at,
+    )
+    rows = [
+        Answer(
+            question=q,
+            values=result["answers"]["answers"][q.key],
+            free_text=read[q.key].free_text,
+            skipped=read[q.key].skipped,
+        )
+        for q in questions
+    ]
+    return _transition(
+        prompt,
+        status=Prompt.Status.ANSWERED,
+        reason="",
+        event=PromptEvent.Kind.ANSWERED,
+        by=by,
+        surface=surface,
+        resolved_at=resolved_at,
+        result=result,
+        answers=rows,
+    )
+
+
+def read_answers(questions: list[Question], answers: AnswerInput) -> dict[str, QuestionAnswer]:
+    """Match each given value to an option label or keep it as free text."""
+    keys = {q.key for q in questions}
+    unknown = sorted(set(answers) - keys)
+    if unknown:
+        raise InvalidAnswer(f"Unknown question id {unknown[0]!r}; this prompt asks {', '.join(sorted(keys))}.")
+    missing = [q.key for q in questions if q.key not in answers]
+    if missing:
+        raise InvalidAnswer(f"No answer for question {missing[0]!r}; give None to skip it.")
+    return {q.key: _read_answer(q, answers[q.key]) for q in questions}
+
+
+def fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold().strip()
+
+
+def _read_answer(question: Question, given: Sequence[str] | str | None) -> QuestionAnswer:
+    values = [given] if isinstance(given, str) else list(given or [])
+    by_fold = {fold(o.label): o.label for o in question.options.all()}
+    chosen: set[str] = set()
+    free: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise InvalidAnswer(f"{question.key}: each answer must be a string.")
+        value = value.strip()
+        if fold(value) in by_fold:
+            chosen.add(by_fold[fold(value)])
+        elif value:
+            free.append(_checked_free_text(question, value))
+    options = [o.label for o in question.options.all() if o.label in chosen]
+    if len(free) > 1:
+        raise InvalidAnswer(f"{question.key}: give at most one answer of your own.")
+    if not question.multi_select and len(options) + len(free) > 1:
+        raise InvalidAnswer(f"{question.key}: choose one option or type one answer; this question is single-select.")
+    return QuestionAnswer(options=options, free_text=free[0] if free else "")
+
+
+def _checked_free_text(question: Question, value: str) -> str:
+    if len(value) > contract.MAX_FREE_TEXT:
+        raise InvalidAnswer(
+            f"{question.key}: your answer is {len(value)} characters; at most {contract.MAX_FREE_TEXT} fit."
+        )
+    if any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\n\t" for c in value):
+        raise InvalidAnswer(f"{question.key}: your answer contains control characters.")
+    return value
+
+
+def skip_all(prompt: Prompt, *, by: AbstractBaseUser | None, surface: str = "api") -> Prompt:
+    return _no_answer(prompt, Reason.SKIPPED, PromptEvent.Kind.SKIPPED, by=by, surface=surface)
+
+
+def cancel(prompt: Prompt, *, agent: Agent) -> Prompt:
+    return _no_answer(prompt, Reason.CANCELLED, PromptEvent.Kind.CANCELLED, actor=f"agent {agent.name}", surface="api")
+
+
+@dataclass(frozen=True)
+class Aborted:
+    run: Run
+    cancelled: Prompt | None
+
+
+def abort_run(agent: Agent, run_id: str) -> Aborted:
+    """Mark the run aborted and cancel its pending prompt; the run may not ask again."""
+    now = timezone.now()
+    with transaction.atomic():
+        run, _ = Run.objects.get_or_create(agent=agent, run_id=run_id)
+        Run.objects.filter(pk=run.pk, status=Run.Status.ACTIVE).update(status=Run.Status.ABORTED, aborted_at=now)
+        run.refresh_from_db()
+        pending = Prompt.objects.filter(run=run, status=PENDING).first()
+    cancelled = None
+    if pending is not None:
+        with contextlib.suppress(AlreadyResolved):  # resolved in between: nothing left to cancel
+            cancelled = _no_answer(
+                pending, Reason.ABORTED, PromptEvent.Kind.ABORTED, actor=f"agent {agent.name}", surface="api"
+            )
+    return Aborted(run, cancelled)
+
+
+def expire(prompt: Prompt) -> Prompt:
+    """Expire a prompt whose deadline has passed; refuse one that is still in time."""
+    if prompt.is_pending and not prompt.is_overdue():
+        raise Conflict(f"This prompt is still in time until {clock(prompt.expires_at)}.")
+    return _expire(prompt)
+
+
+def _expire(prompt: Prompt) -> Prompt:
+    return _no_answer(prompt, Reason.EXPIRED, PromptEvent.Kind.EXPIRED, actor="system", surface="", overdue=True)
+
+
+def expire_due() -> int:
+    """Expire every overdue pending prompt; safe to run in several processes at once."""
+    count = 0
+    for prompt in Prompt.objects.filter(status=PENDING, expires_at__lte=timezone.now()):
+        try:
+            _expire(prompt)
+            count += 1
+        except AlreadyResolved:
+            pass
+    return count
+
+
+def next_deadline() -> datetime | None:
+    return Prompt.objects.filter(status=PENDING).aggregate(at=Min("expires_at"))["at"]
+
+
+def _no_answer(
+    prompt: Prompt,
+    reason: str,
+    event: str,
+    *,
+    by: AbstractBaseUser | None = None,
+    actor: str = "",
+    surface: str,
+    overdue: bool = False,
+) -> Prompt:
+    headers = list(prompt.questions.values_list("header", flat=True))
+    # An expiry happened at the deadline, whenever the loop got to it.
+    resolved_at = prompt.expires_at if overdue else timezone.now()
+    result = contract.no_answer_result(
+        str(prompt.pk),
+        headers,
+        reason=reason,
+        resolved_by=_username(by),
+        surface=surface or None,
+        resolved_at=resolved_at,
+    )
+    return _transition(
+        prompt,
+        status=Prompt.Status.NO_ANSWER,
+        reason=reason,
+        event=event,
+        by=by,
+        actor=actor,
+        surface=surface,
+        resolved_at=resolved_at,
+        result=result,
+        overdue=overdue,
+    )
+
+
+def _transition(
+    prompt: Prompt,
+    *,
+    status: str,
+    reason: str,
+    event: str,
+    by: AbstractBaseUser | None,
+    surface: str,
+    resolved_at: datetime,
+    result: dict[str, Any],
+    actor: str = "",
+    answers: list[Answer] | None = None,
+    overdue: bool = False,
+) -> Prompt:
+    """The one compare-and-set out of pending; raises AlreadyResolved for the loser."""
+    now = timezone.now()
+    with transaction.atomic():
+        # An answer is accepted only before the deadline; an expiry only after it.
+        in_time = {"expires_at__lte": now} if overdue else {"expires_at__gt": now}
+        won = Prompt.objects.filter(pk=prompt.pk, status=PENDING, **in_time).update(
+            status=status, reason=reason, resolved_at=resolved_at, resolved_by=by, surface=surface, result=result
+        )
+        if won:
+            Answer.objects.bulk_create(answers or [])
+            _record(
+                prompt, event, actor or _username(by) or "unknown", surface, deadline=contract.iso(prompt.expires_at)
+            )
+            transaction.on_commit(lambda: realtime.prompt_resolved(prompt, result), robust=True)
+    if not won:
+        raise AlreadyResolved(_current(prompt))
+    prompt.status, prompt.reason, prompt.resolved_at = status, reason, resolved_at
+    prompt.resolved_by, prompt.surface, prompt.result = by, surface, result
+    return prompt
+
+
+def _current(prompt: Prompt) -> Prompt:
+    """The prompt as it stands after losing a race, expired first if overdue."""
+    current = Prompt.objects.get(pk=prompt.pk)
+    if current.is_overdue():
+        try:
+            return _expire(current)
+        except AlreadyResolved as lost:
+            return lost.prompt
+    return current
+
+
+def _record(prompt: Prompt, kind: str, actor: str, surface: str, **detail: Any) -> None:
+    PromptEvent.objects.create(prompt=prompt, kind=kind, actor=actor, surface=surface, detail=detail)
+
+
+def _username(user: AbstractBaseUser | None) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+# --- reading -------------------------------------------------------------------
+
+
+def result_of(prompt: Prompt) -> dict[str, Any]:
+    """The agent's view of a prompt (SPEC 3.2); an overdue prompt is expired first."""
+    if prompt.is_overdue():
+        prompt = _current(prompt)
+    if prompt.result is not None:
+        return prompt.result
+    return contract.pending_result(str(prompt.pk), prompt.expires_at)
+
+
+def prompt_for_owner(owner_id: int, prompt_id: uuid.UUID | str) -> Prompt:
+    try:
+        return Prompt.objects.get(pk=prompt_id, session__owner_id=owner_id)
+    except (Prompt.DoesNotExist, ValidationError, ValueError):
+        raise NotFound(f"No prompt {prompt_id} for this agent's owner.") from None
+
+
+SURFACE_WORDS = {
+    "web": "on the web",
+    "text": "by a text reply",
+    "api": "through the API",
+    "admin": "by staff in the admin",
+}
+
+
+def describe_resolution(prompt: Prompt) -> str:
+    """What happened to a prompt, as the loser of a race is told."""
+    when = clock(prompt.resolved_at)
+    where = SURFACE_WORDS.get(prompt.surface, f"on {prompt.surface}")
+    who = f" by {prompt.resolved_by.get_username()}" if prompt.resolved_by_id else ""
+    if prompt.status == Prompt.Status.ANSWERED:
+        return f"This prompt was already answered {where}{who} at {when}."
+    return {
+        Reason.EXPIRED: f"This prompt expired at {when}; answers are accepted only before the deadline.",
+        Reason.CANCELLED: f"This prompt was cancelled by the agent at {when}.",
+        Reason.ABORTED: f"This prompt was cancelled at {when} because the agent's run was aborted.",
+        Reason.SKIPPED: f"This prompt was already skipped {where}{who} at {when}.",
+    }.get(prompt.reason, "This prompt is still pending.")
+
+
+def clock(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).strftime("%H:%M:%S UTC") if moment else "an unknown time"
