@@ -1,0 +1,230 @@
+"""The agent HTTP API under ``/api/v1`` (SPEC 3.5), built with django-ninja.
+
+Views stay thin: they read the request, call the contract to validate and
+``services`` to act, and turn domain errors into the documented statuses.
+``GET /prompts/{id}`` is served by ``longpoll`` in front of Django; the view
+here documents it and serves it where requests reach Django directly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from ninja import NinjaAPI, Path
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.security import HttpBearer
+
+from . import agentauth, contract, longpoll, services
+from .models import Agent
+
+log = logging.getLogger("askuser")
+
+ERRORS: dict[int, Any] = {code: contract.ErrorOut for code in (400, 401, 403, 404, 409, 413, 422)}
+
+
+class AgentToken(HttpBearer):
+    """``Authorization: Bearer <agent token>``; explains every refusal."""
+
+    def __call__(self, request: HttpRequest) -> Agent:
+        return agentauth.agent_for(request.headers.get("Authorization"))
+
+    def authenticate(self, request: HttpRequest, token: str) -> Agent:
+        return agentauth.agent_for(f"Bearer {token}")
+
+
+class AgentAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs: Any) -> Any:
+        schema = super().get_openapi_schema(**kwargs)
+        body = contract.CreatePromptIn.model_json_schema(ref_template="#/components/schemas/{model}")
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.update(body.pop("$defs", {}))
+        components["CreatePromptIn"] = body
+        return schema
+
+
+api = AgentAPI(
+    title="askuser agent API",
+    version="1",
+    description="Ask your human one to three structured questions and wait for the answer.",
+    auth=AgentToken(),
+    urls_namespace="agent_api",
+)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+
+
+def error(status: int, code: str, detail: str, **extra: Any) -> JsonResponse:
+    response = JsonResponse(
+        contract.error_body(code, detail, **extra), status=status, json_dumps_params={"ensure_ascii": False}
+    )
+    if status == 401:
+        response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+@api.exception_handler(agentauth.Unauthorized)
+def on_unauthorized(request: HttpRequest, exc: Exception) -> JsonResponse:
+    return error(401, "unauthorized", str(exc))
+
+
+@api.exception_handler(AuthenticationError)
+def on_unauthenticated(request: HttpRequest, exc: Exception) -> JsonResponse:
+    return error(401, "unauthorized", "Send your agent token as 'Authorization: Bearer <token>'.")
+
+
+@api.exception_handler(contract.ContractError)
+def on_contract_error(request: HttpRequest, exc: contract.ContractError) -> JsonResponse:
+    return error(422, "invalid_request", exc.sentence, errors=exc.errors)
+
+
+@api.exception_handler(NinjaValidationError)
+def on_parameter_error(request: HttpRequest, exc: NinjaValidationError) -> JsonResponse:
+    errors = [{**e, "loc": tuple(e["loc"][1:])} for e in exc.errors]  # drop "path"/"query"
+    described = contract.describe_errors(errors)
+    return on_contract_error(request, contract.ContractError(described))
+
+
+@api.exception_handler(services.DomainError)
+def on_domain_error(request: HttpRequest, exc: services.DomainError) -> JsonResponse:
+    return error(exc.status, exc.code, exc.message, **exc.extra)
+
+
+@api.exception_handler(ApiError)
+def on_api_error(request: HttpRequest, exc: ApiError) -> JsonResponse:
+    return error(exc.status, exc.code, exc.detail)
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> JsonResponse:
+    return error(exc.status_code, "error", str(exc))
+
+
+def read_json(request: HttpRequest) -> Any:
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        body = None
+    if body is None or len(body) > contract.MAX_BODY_BYTES:
+        raise ApiError(413, "body_too_large", f"The body is over {contract.MAX_BODY_BYTES // 1024} KiB; send less.")
+    if not body.strip():
+        raise ApiError(400, "invalid_json", "The body is empty; send a JSON object.")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(400, "invalid_json", f"The body is not valid JSON ({exc}).") from None
+
+
+def idempotency_key(request: HttpRequest) -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    key = key.strip()
+    if not key or len(key) > 255 or not key.isprintable():
+        raise contract.ContractError([{"path": "Idempotency-Key", "message": "must be 1 to 255 printable characters"}])
+    return key
+
+
+def created_body(asked: services.Asked) -> dict[str, Any]:
+    prompt = asked.prompt
+    return {
+        "id": str(prompt.pk),
+        "status": prompt.status,
+        "expires_at": contract.iso(prompt.expires_at),
+        "warnings": prompt.warnings,
+        "session": prompt.session.key,
+        "run_id": prompt.run.run_id,
+        "timeoutSeconds": prompt.timeout_seconds,
+    }
+
+
+BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreatePromptIn"}}},
+    }
+}
+
+
+@api.post("/prompts", response={201: contract.CreatedOut, **ERRORS}, openapi_extra=BODY, summary="Ask the user")
+def create_prompt(request: HttpRequest) -> JsonResponse:
+    """Store a prompt (SPEC 3.1) for the session's owner to answer. A retry with
+    the same ``Idempotency-Key`` returns the same prompt, never a second one."""
+    key = idempotency_key(request)
+    payload = contract.parse_create(read_json(request))
+    asked = services.ask(request.auth, payload, idempotency_key=key)
+    response = JsonResponse(created_body(asked), status=201, json_dumps_params={"ensure_ascii": False})
+    response["Location"] = f"/api/v1/prompts/{asked.prompt.pk}"
+    if not asked.created:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+@api.get(
+    "/prompts/{prompt_id}",
+    response={200: contract.ResultOut, **ERRORS},
+    auth=None,
+    summary="Read or wait for the result",
+    openapi_extra={"security": [{"AgentToken": []}]},
+)
+async def get_prompt(request: HttpRequest, prompt_id: str, wait: float = 0) -> JsonResponse:
+    """The prompt's result (SPEC 3.2). With ``wait`` (0–55 s) the request holds
+    until the prompt resolves or ``wait`` passes, then returns its state:
+    ``pending`` or terminal. Repeat until terminal."""
+    try:
+        result = await longpoll.wait_for_result(
+            request.headers.get("Authorization"), prompt_id, longpoll.parse_wait(str(wait))
+        )
+    except agentauth.Unauthorized as exc:
+        return on_unauthorized(request, exc)
+    except (contract.ContractError, services.DomainError) as exc:
+        return (
+            on_contract_error(request, exc)
+            if isinstance(exc, contract.ContractError)
+            else on_domain_error(request, exc)
+        )
+    return JsonResponse(result, json_dumps_params={"ensure_ascii": False})
+
+
+@api.post(
+    "/prompts/{prompt_id}/cancel", response={200: contract.ResultOut, **ERRORS}, summary="Cancel a pending prompt"
+)
+def cancel_prompt(request: HttpRequest, prompt_id: str) -> JsonResponse:
+    """Resolve the prompt as ``no_answer`` (reason ``cancelled``); 409 when it is no longer pending."""
+    prompt = services.prompt_for_owner(request.auth.owner_id, prompt_id)
+    services.cancel(prompt, agent=request.auth)
+    return JsonResponse(prompt.result, json_dumps_params={"ensure_ascii": False})
+
+
+RunId = Path(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$", max_length=128)
+
+
+@api.post("/runs/{run_id}/abort", response={200: contract.AbortedOut, **ERRORS}, summary="Abort a run")
+def abort_run(request: HttpRequest, run_id: str = RunId) -> JsonResponse:
+    """Mark the run aborted and cancel its pending prompt (reason ``aborted``);
+    the run cannot ask again."""
+    aborted = services.abort_run(request.auth, run_id)
+    cancelled = aborted.cancelled
+    return JsonResponse(
+        {
+            "run_id": aborted.run.run_id,
+            "status": aborted.run.status,
+            "cancelled_prompt": str(cancelled.pk) if cancelled else None,
+            "result": cancelled.result if cancelled else None,
+        },
+        json_dumps_params={"ensure_ascii": False},
+    )
+
+
+@api.get("/tool", auth=None, summary="The ask_user tool definition")
+def tool(request: HttpRequest) -> dict[str, Any]:
+    """Name, JSON schema and model-facing guidance to register ask_user with a model."""
+    return contract.tool_definition()

@@ -1,0 +1,47 @@
+"""Where each ASGI connection goes: the long-poll in front of Django, sockets to consumers."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from . import expiry, longpoll
+from .realtime import hub
+
+websocket_urlpatterns: list[Any] = []
+
+
+class HttpRouter:
+    """Agent waits go to the long-poll app, everything else to Django."""
+
+    def __init__(self, django_app: Any) -> None:
+        self.django_app = django_app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        expiry.ensure_running()
+        if scope["path"] == "/healthz":
+            return await health(scope, receive, send)
+        match = longpoll.PROMPT_PATH.match(scope["path"])
+        if match and scope["method"] in ("GET", "HEAD"):
+            scope = {**scope, "url_route": {"args": (), "kwargs": match.groupdict()}}
+            return await longpoll.app(scope, receive, send)
+        return await self.django_app(scope, receive, send)
+
+
+async def health(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Liveness for load balancers, with what this process holds."""
+    body = {"status": "ok", "pid": os.getpid(), "waiting": hub().waiting, "threads": threading.active_count()}
+    await longpoll.respond(send, 200, body)
+
+
+async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Servers that speak the lifespan protocol start the expiry loop at start-up."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            expiry.ensure_running()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
