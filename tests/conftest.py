@@ -1,0 +1,170 @@
+"""Shared fixtures: a few explicit users and agents, API helpers, server processes."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+from typing import Any
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import channel_layers
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from django.test import Client
+
+from askuser_app import longpoll, realtime, services
+
+pytest_plugins = ["tests.servers"]
+
+SCALED = bool(os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"))
+SCALED_REASON = (
+    "needs PostgreSQL and Redis: run with DATABASE_URL=postgres://… and REDIS_URL=redis://… "
+    "(.ci/run does, against 127.0.0.1)"
+)
+
+if os.environ.get("ASKUSER_REQUIRE_SCALED") and not SCALED:
+    raise pytest.UsageError(f"ASKUSER_REQUIRE_SCALED is set, but the scaled tier {SCALED_REASON}")
+
+
+QUESTION = {
+    "id": "deploy_target",
+    "header": "Deploy",
+    "question": "Where should this release go first?",
+    "options": [
+        {"label": "Staging (Recommended)", "description": "Safe, reversible"},
+        {"label": "Production"},
+    ],
+}
+
+
+def payload(*questions: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A valid create body; override any field."""
+    body = {"session": "support-42", "questions": [copy.deepcopy(q) for q in questions] or [copy.deepcopy(QUESTION)]}
+    body.update(fields)
+    return body
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Each test (and its event loop) gets a new channel layer and hub."""
+    channel_layers.backends.clear()
+    realtime._hubs.clear()
+    yield
+    channel_layers.backends.clear()
+    realtime._hubs.clear()
+
+
+PASSWORD = "correct-horse-battery"
+
+
+@functools.cache
+def password_hash() -> str:
+    # Hashing is deliberately slow; hash the shared test password once per run.
+    return make_password(PASSWORD)
+
+
+def make_user(username: str, **fields: Any):
+    return get_user_model().objects.create(username=username, password=password_hash(), **fields)
+
+
+@pytest.fixture
+def owner(db):
+    return make_user("alice")
+
+
+@pytest.fixture
+def other_user(db):
+    return make_user("bob")
+
+
+@pytest.fixture
+def staff(db):
+    return make_user("sam", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def agent_and_token(owner):
+    return services.create_agent("helper", owner)
+
+
+@pytest.fixture
+def agent(agent_and_token):
+    return agent_and_token[0]
+
+
+@pytest.fixture
+def token(agent_and_token):
+    return agent_and_token[1]
+
+
+@pytest.fixture
+def other_token(other_user):
+    return services.create_agent("intruder", other_user)[1]
+
+
+class AgentClient:
+    """The agent API as an agent sees it, through Django's test client."""
+
+    def __init__(self, token: str | None) -> None:
+        self.client = Client()
+        self.token = token
+
+    def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return {**headers, **(extra or {})}
+
+    def post(self, path: str, body: Any = None, *, raw: bytes | None = None, headers=None):
+        data = raw if raw is not None else json.dumps(body if body is not None else {})
+        return self.client.post(
+            f"/api/v1{path}", data=data, content_type="application/json", headers=self.headers(headers)
+        )
+
+    def get(self, path: str, headers=None):
+        """Prompt reads go through the ASGI app, as in production; the rest through Django."""
+        url = f"/api/v1{path}"
+        if longpoll.PROMPT_PATH.match(url.split("?")[0]):
+            return async_to_sync(asgi_get)(url, self.headers(headers))
+        return self.client.get(url, headers=self.headers(headers))
+
+    def ask(self, body: dict[str, Any] | None = None, **kwargs):
+        return self.post("/prompts", body if body is not None else payload(), **kwargs)
+
+
+class AsgiResponse:
+    def __init__(self, response: httpx.Response) -> None:
+        self.status_code = response.status_code
+        self.headers = response.headers
+        self.content = response.content
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+    def __getitem__(self, header: str) -> str:
+        return self.headers[header]
+
+
+async def asgi_get(url: str, headers: dict[str, str]) -> AsgiResponse:
+    from controlui.asgi import application
+
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        return AsgiResponse(await client.get(url, headers=headers, timeout=70))
+
+
+@pytest.fixture
+def api(token) -> AgentClient:
+    return AgentClient(token)
+
+
+@pytest.fixture
+def asked(api):
+    """A pending prompt, created through the API."""
+    from askuser_app.models import Prompt
+
+    response = api.ask()
+    assert response.status_code == 201, response.content
+    return Prompt.objects.get(pk=response.json()["id"])

@@ -1,0 +1,121 @@
+"""Real Daphne server processes for tests that need one (restarts, two processes).
+
+Each process uses the test database (a file for SQLite, the test database on
+PostgreSQL) and the channel layer the environment selects; data a test
+creates must be committed (``transactional_db``) for a server to see it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url() -> str:
+    from django.db import connection
+
+    settings = connection.settings_dict
+    if settings["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(settings['NAME']).resolve()}"
+    password = f":{settings['PASSWORD']}" if settings.get("PASSWORD") else ""
+    return f"postgres://{settings['USER']}{password}@{settings['HOST']}:{settings['PORT'] or 5432}/{settings['NAME']}"
+
+
+class DaphneServer:
+    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
+        self.env = env
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = Path(tempfile.mkstemp(prefix=f"daphne-{self.port}-", suffix=".log")[1])
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> DaphneServer:
+        command = [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-v",
+            "0",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "controlui.asgi:application",
+        ]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.wait_ready()
+        return self
+
+    def wait_ready(self, within: float = 30.0) -> None:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if self.process and self.process.poll() is not None:
+                break
+            try:
+                if httpx.get(f"{self.url}/api/v1/tool", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise RuntimeError(f"Daphne on {self.port} did not start:\n{self.output()}")
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, as in a crash."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="session")
+def server_env(django_db_setup, tmp_path_factory) -> dict[str, str]:
+    from django.conf import settings
+
+    env = dict(os.environ)
+    env["DATABASE_URL"] = database_url()
+    env["ASKUSER_DATA_DIR"] = str(tmp_path_factory.mktemp("server-data"))
+    # The same key as this process, so sessions made here are valid there.
+    env["SECRET_KEY"] = settings.SECRET_KEY
+    return env
+
+
+@pytest.fixture
+def start_server(server_env):
+    """Start Daphne processes for this test; all are stopped afterwards."""
+    started: list[DaphneServer] = []
+
+    def start(port: int | None = None) -> DaphneServer:
+        server = DaphneServer(server_env, port)
+        started.append(server)
+        return server.start()
+
+    yield start
+    for server in started:
+        server.stop()

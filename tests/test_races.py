@@ -1,0 +1,161 @@
+"""Exactly one transition out of pending, whatever runs at the same moment.
+
+Each pair of transitions runs in two threads released together by a barrier,
+each with its own database connection; repeated, so the interleavings vary.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from functools import partial
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from askuser_app import contract, services
+from askuser_app.models import Prompt, PromptEvent
+
+from .conftest import payload
+
+ROUNDS = 100 if connection.vendor == "postgresql" else 25
+
+
+def run_together(*actions: Callable[[], object]) -> list[object]:
+    """Run the actions in threads at the same moment; each returns its outcome or the exception."""
+    barrier = threading.Barrier(len(actions))
+    outcomes: list[object] = [None] * len(actions)
+
+    def run(index: int, action: Callable[[], object]) -> None:
+        try:
+            barrier.wait()
+            outcomes[index] = action()
+        except Exception as exc:  # the loser's refusal is an outcome too
+            outcomes[index] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return outcomes
+
+
+def fresh(agent, index: int, **fields) -> Prompt:
+    request = contract.parse_create(payload(session=f"race-{index}", run_id=f"run-{index}", **fields))
+    return services.ask(agent, request).prompt
+
+
+def answer(prompt, user, label):
+    return lambda: services.answer(Prompt.objects.get(pk=prompt.pk), {"deploy_target": label}, by=user, surface="web")
+
+
+def cancel(prompt, agent):
+    return lambda: services.cancel(Prompt.objects.get(pk=prompt.pk), agent=agent)
+
+
+def abort(prompt, agent):
+    return lambda: services.abort_run(agent, prompt.run.run_id).cancelled
+
+
+def skip(prompt, user):
+    return lambda: services.skip_all(Prompt.objects.get(pk=prompt.pk), by=user, surface="text")
+
+
+def expire_at_deadline(prompt):
+    def expire() -> Prompt:
+        # Keep trying until the deadline passes: the expiry loop's job.
+        while True:
+            try:
+                return services.expire(Prompt.objects.get(pk=prompt.pk))
+            except services.AlreadyResolved:
+                raise
+            except services.Conflict:
+                continue
+
+    return expire
+
+
+def assert_one_winner(prompt: Prompt, outcomes: list[object]) -> None:
+    winners = [o for o in outcomes if isinstance(o, Prompt)]
+    losers = [o for o in outcomes if not isinstance(o, Prompt)]
+    assert len(winners) == 1, outcomes
+    assert all(isinstance(o, services.AlreadyResolved) for o in losers), outcomes
+    stored = Prompt.objects.get(pk=prompt.pk)
+    assert stored.result == winners[0].result
+    terminal = stored.events.filter(kind__in=PromptEvent.TERMINAL)
+    assert terminal.count() == 1
+    for loser in losers:
+        assert loser.message == services.describe_resolution(stored)
+
+
+PAIRS = {
+    "answer/answer": lambda p, agent, user: [answer(p, user, "Production"), answer(p, user, "Staging (Recommended)")],
+    "answer/cancel": lambda p, agent, user: [answer(p, user, "Production"), cancel(p, agent)],
+    "answer/abort": lambda p, agent, user: [answer(p, user, "Production"), abort(p, agent)],
+    "cancel/abort": lambda p, agent, user: [cancel(p, agent), abort(p, agent)],
+    "answer/skip": lambda p, agent, user: [answer(p, user, "Production"), skip(p, user)],
+}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("pair", PAIRS)
+def test_exactly_one_of_two_concurrent_transitions_wins(agent, owner, pair):
+    for index in range(ROUNDS):
+        prompt = fresh(agent, index)
+
+        outcomes = run_together(*PAIRS[pair](prompt, agent, owner))
+
+        if pair in ("answer/abort", "cancel/abort") and outcomes[1] is None:
+            outcomes[1] = services.AlreadyResolved(Prompt.objects.get(pk=prompt.pk))  # abort found nothing pending
+        assert_one_winner(prompt, outcomes)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("other", ["answer", "cancel"])
+def test_the_deadline_and_a_last_moment_transition_have_one_winner(agent, owner, other):
+    for index in range(ROUNDS // 5):
+        prompt = fresh(agent, index)
+        deadline = timezone.now() + timedelta(milliseconds=30)
+        Prompt.objects.filter(pk=prompt.pk).update(expires_at=deadline)
+        last_moment = answer(prompt, owner, "Production") if other == "answer" else cancel(prompt, agent)
+
+        outcomes = run_together(expire_at_deadline(prompt), last_moment)
+
+        assert_one_winner(prompt, outcomes)
+        stored = Prompt.objects.get(pk=prompt.pk)
+        if stored.status == "answered":
+            assert stored.resolved_at < deadline  # never accepted after the deadline
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_agents_asking_in_one_session_at_once_store_one_prompt(agent, owner):
+    other_agent, _ = services.create_agent("second", owner)
+    for index in range(ROUNDS):
+        requests = [contract.parse_create(payload(session=f"busy-{index}", run_id=f"r{index}-{n}")) for n in range(2)]
+
+        outcomes = run_together(
+            partial(services.ask, agent, requests[0]), partial(services.ask, other_agent, requests[1])
+        )
+
+        created = [o for o in outcomes if isinstance(o, services.Asked)]
+        refused = [o for o in outcomes if isinstance(o, services.Conflict)]
+        assert (len(created), len(refused)) == (1, 1), outcomes
+        assert refused[0].code == "session_busy"
+        assert Prompt.objects.filter(session__key=f"busy-{index}").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_retries_with_one_idempotency_key_store_one_prompt(agent):
+    for index in range(ROUNDS):
+        request = contract.parse_create(payload(session=f"retry-{index}"))
+
+        outcomes = run_together(*[partial(services.ask, agent, request, idempotency_key=f"key-{index}")] * 3)
+
+        assert all(isinstance(o, services.Asked) for o in outcomes), outcomes
+        assert len({o.prompt.pk for o in outcomes}) == 1
+        assert sum(o.created for o in outcomes) == 1

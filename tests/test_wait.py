@@ -1,0 +1,173 @@
+"""SPEC 3.4: the bounded long-poll wakes on the event, without threads or polling."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from askuser_app import longpoll, realtime, services
+from askuser_app.asyncdb import database_call
+from askuser_app.models import Prompt
+
+from .conftest import asgi_get
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEADLINE = 10  # seconds any single step may take before the test fails
+
+
+async def until(condition, within: float = DEADLINE) -> None:
+    """Yield to the event loop until ``condition()`` holds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + within
+    while not condition():
+        assert loop.time() < end, "condition not reached in time"
+        await asyncio.sleep(0.005)
+
+
+def parked(prompt: Prompt, count: int = 1):
+    """True once ``count`` requests wait on the prompt's group in this process."""
+    group = realtime.prompt_group(prompt.pk)
+    return lambda: len(realtime.hub().inboxes.get(group, ())) >= count
+
+
+def start_wait(token: str, prompt: Prompt, wait: float = 30) -> asyncio.Task:
+    headers = {"Authorization": f"Bearer {token}"}
+    return asyncio.ensure_future(asgi_get(f"/api/v1/prompts/{prompt.pk}?wait={wait}", headers))
+
+
+answer = database_call(services.answer)
+cancel = database_call(services.cancel)
+
+
+async def test_a_wait_returns_the_answer_as_soon_as_it_is_given(asked, token, owner):
+    waiting = start_wait(token, asked)
+    await until(parked(asked))
+
+    await answer(asked, {"deploy_target": "Production"}, by=owner, surface="web")
+
+    response = await asyncio.wait_for(waiting, DEADLINE)
+    assert response.status_code == 200
+    assert {k: response.json()[k] for k in ("status", "answers")} == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
+
+
+async def test_a_wait_wakes_on_a_cancel(asked, token, agent):
+    waiting = start_wait(token, asked)
+    await until(parked(asked))
+
+    await cancel(asked, agent=agent)
+
+    body = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert (body["status"], body["reason"]) == ("no_answer", "cancelled")
+
+
+async def test_every_waiter_on_a_prompt_wakes(asked, token, owner):
+    waits = [start_wait(token, asked) for _ in range(5)]
+    await until(parked(asked, 5))
+
+    await answer(asked, {"deploy_target": "Production"}, by=owner)
+
+    responses = await asyncio.wait_for(asyncio.gather(*waits), DEADLINE)
+    assert {r.json()["status"] for r in responses} == {"answered"}
+    assert realtime.hub().inboxes == {}
+
+
+async def test_a_wait_with_nothing_happening_returns_pending(asked, token):
+    response = await asyncio.wait_for(start_wait(token, asked, wait=0.2), DEADLINE)
+
+    assert response.json()["status"] == "pending"
+    assert realtime.hub().inboxes == {}
+
+
+async def test_a_wait_on_a_resolved_prompt_returns_at_once(asked, token, agent):
+    await cancel(asked, agent=agent)
+
+    response = await asyncio.wait_for(start_wait(token, asked, wait=55), DEADLINE)
+
+    assert response.json()["reason"] == "cancelled"
+
+
+async def test_a_wait_returns_expired_when_the_deadline_passes(asked, token):
+    deadline = timezone.now() + timedelta(milliseconds=300)
+    await database_call(Prompt.objects.filter(pk=asked.pk).update)(expires_at=deadline)
+
+    body = (await asyncio.wait_for(start_wait(token, asked, wait=30), DEADLINE)).json()
+
+    assert (body["status"], body["reason"]) == ("no_answer", "expired")
+    assert body["resolved_at"] == deadline.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+async def test_an_answer_landing_between_subscribing_and_parking_is_not_missed(asked, token, owner, monkeypatch):
+    read_state = longpoll._read_state
+
+    async def read_then_answer(authorization, prompt_id):
+        state = await read_state(authorization, prompt_id)  # still pending here
+        await answer(asked, {"deploy_target": "Production"}, by=owner)
+        return state
+
+    monkeypatch.setattr(longpoll, "_read_state", read_then_answer)
+
+    body = (await asyncio.wait_for(start_wait(token, asked, wait=30), DEADLINE)).json()
+
+    assert body["status"] == "answered"
+
+
+async def test_a_client_that_hangs_up_stops_waiting(asked, token):
+    hung_up = asyncio.Event()
+    sent: list[dict] = []
+
+    async def receive():
+        if not sent:
+            sent.append({})
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await hung_up.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": f"/api/v1/prompts/{asked.pk}",
+        "query_string": b"wait=30",
+        "headers": [(b"authorization", f"Bearer {token}".encode())],
+        "url_route": {"args": (), "kwargs": {"prompt_id": str(asked.pk)}},
+    }
+    serving = asyncio.ensure_future(longpoll.app(scope, receive, send))
+    await until(parked(asked))
+
+    hung_up.set()
+
+    await asyncio.wait_for(serving, DEADLINE)
+    await until(lambda: realtime.hub().inboxes == {})
+    assert all(m.get("type") != "http.response.start" for m in sent)
+
+
+async def test_a_thousand_waits_hold_no_thread_each_and_all_wake(asked, token, owner):
+    threads_before = threading.active_count()
+    waits = [start_wait(token, asked) for _ in range(1000)]
+    await until(parked(asked, 1000), within=60)
+
+    threads_while_parked = threading.active_count()
+    await answer(asked, {"deploy_target": "Production"}, by=owner)
+    responses = await asyncio.wait_for(asyncio.gather(*waits), 60)
+
+    assert threads_while_parked - threads_before < 10
+    assert [r.json()["status"] for r in responses] == ["answered"] * 1000
+
+
+async def test_a_wait_checks_the_token_first(asked, other_token):
+    unknown = await asgi_get(f"/api/v1/prompts/{asked.pk}?wait=5", {"Authorization": "Bearer au_nope"})
+    foreign = await asgi_get(f"/api/v1/prompts/{asked.pk}?wait=5", {"Authorization": f"Bearer {other_token}"})
+    malformed = await asgi_get("/api/v1/prompts/nope?wait=5", {"Authorization": "Bearer au_nope"})
+
+    assert (unknown.status_code, foreign.status_code, malformed.status_code) == (401, 404, 401)
+    assert realtime.hub().inboxes == {}
