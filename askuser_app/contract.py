@@ -224,14 +224,19 @@ def _duplicates(values: list[str], path: str) -> list[dict[str, str]]:
     return errors
 
 
-def parse_create(data: Any) -> CreatePromptIn:
-    """Validate a create body or raise ContractError naming every broken rule."""
+def validated(model: type[Strict], data: Any) -> Any:
+    """``data`` as ``model`` or ContractError naming every broken rule."""
     if not isinstance(data, dict):
         raise ContractError([{"path": "body", "message": "must be a JSON object"}])
     try:
-        request = CreatePromptIn.model_validate(data)
+        return model.model_validate(data)
     except PydanticValidationError as exc:
         raise ContractError(describe_errors(exc.errors())) from None
+
+
+def parse_create(data: Any) -> CreatePromptIn:
+    """Validate a create body or raise ContractError naming every broken rule."""
+    request = validated(CreatePromptIn, data)
     errors = _duplicates([q.id for q in request.questions], "questions[{}].id")
     for qi, question in enumerate(request.questions):
         errors += _duplicates([o.label for o in question.options], f"questions[{qi}].options[{{}}].label")
@@ -318,6 +323,17 @@ def no_answer_result(
     }
 
 
+def message_json(message: Any) -> dict[str, Any]:
+    """A chat message as the agent API shows it."""
+    return {
+        "id": message.pk,
+        "author": message.author,
+        "text": message.text,
+        "created_at": iso(message.created_at),
+        "prompt": str(message.prompt_id) if message.prompt_id else None,
+    }
+
+
 # --- response documents (for the OpenAPI document; results are built above) ---
 
 
@@ -366,6 +382,23 @@ class AbortedOut(Document):
     status: Literal["aborted"]
     cancelled_prompt: str | None
     result: ResultOut | None
+
+
+class MessageIn(Strict):
+    text: str = Field(description="The message, at most 4000 characters.")
+
+
+class MessageOut(Document):
+    id: int
+    author: Literal["agent", "user", "system"]
+    text: str
+    created_at: str
+    prompt: str | None
+
+
+class MessagesOut(Document):
+    messages: list[MessageOut]
+    last_id: int
 
 
 class FieldErrorOut(Document):

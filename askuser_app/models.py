@@ -222,3 +222,27 @@ class PromptEvent(models.Model):
         if self.pk is not None:
             raise ValueError("Prompt events are append-only.")
         super().save(*args, **kwargs)
+
+
+class Message(models.Model):
+    """A chat message in a session's timeline: from the agent, the user, or askuser itself."""
+
+    class Author(models.TextChoices):
+        AGENT = "agent"
+        USER = "user"
+        SYSTEM = "system"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    author = models.CharField(max_length=10, choices=Author.choices)
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    # The prompt a user's message replied to (answered or not), or a note is about.
+    prompt = models.ForeignKey(Prompt, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
+
+    class Meta:
+        ordering = ["session", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.author}: {self.text[:60]}"

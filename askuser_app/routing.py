@@ -6,10 +6,16 @@ import os
 import threading
 from typing import Any
 
+from django.urls import path
+
 from . import expiry, longpoll
+from .consumers import LiveConsumer
 from .realtime import hub
 
-websocket_urlpatterns: list[Any] = []
+websocket_urlpatterns = [
+    path("ws/sessions/", LiveConsumer.as_asgi()),
+    path("ws/sessions/<str:key>/", LiveConsumer.as_asgi()),
+]
 
 
 class HttpRouter:
@@ -22,10 +28,9 @@ class HttpRouter:
         expiry.ensure_running()
         if scope["path"] == "/healthz":
             return await health(scope, receive, send)
-        match = longpoll.PROMPT_PATH.match(scope["path"])
-        if match and scope["method"] in ("GET", "HEAD"):
-            scope = {**scope, "url_route": {"args": (), "kwargs": match.groupdict()}}
-            return await longpoll.app(scope, receive, send)
+        found = longpoll.route(scope["path"]) if scope["method"] in ("GET", "HEAD") else None
+        if found:
+            return await longpoll.serve(*found, scope, receive, send)
         return await self.django_app(scope, receive, send)
 
 

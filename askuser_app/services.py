@@ -25,9 +25,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from . import contract, expiry, realtime
+from . import contract, expiry, realtime, textreply
 from .agentauth import hash_token, new_token
-from .models import Agent, Answer, Option, Prompt, PromptEvent, Question, Run, Session
+from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session
 
 log = logging.getLogger("askuser")
 
@@ -62,6 +62,10 @@ class Conflict(DomainError):
 
 class InvalidAnswer(DomainError):
     status, code = 422, "invalid_answer"
+
+
+class InvalidMessage(DomainError):
+    status, code = 422, "invalid_message"
 
 
 class AlreadyResolved(Conflict):
@@ -241,8 +245,17 @@ class QuestionAnswer:
 AnswerInput = Mapping[str, Sequence[str] | str | None]
 
 
-def answer(prompt: Prompt, answers: AnswerInput, *, by: AbstractBaseUser | None, surface: str = "api") -> Prompt:
-    """Record the human's answers; a prompt with every question skipped is skipped."""
+def answer(
+    prompt: Prompt,
+    answers: AnswerInput,
+    *,
+    by: AbstractBaseUser | None,
+    surface: str = "api",
+    detail: dict[str, Any] | None = None,
+) -> Prompt:
+    """Record the human's answers; a prompt with every question skipped is skipped.
+
+    ``detail`` goes into the event trail (a text reply keeps how it was read)."""
     if not prompt.is_pending:
         raise AlreadyResolved(prompt)
     questions = list(prompt.questions.prefetch_related("options"))
@@ -276,6 +289,7 @@ def answer(prompt: Prompt, answers: AnswerInput, *, by: AbstractBaseUser | None,
         resolved_at=resolved_at,
         result=result,
         answers=rows,
+        detail=detail,
     )
 
 
@@ -432,6 +446,7 @@ def _transition(
     actor: str = "",
     answers: list[Answer] | None = None,
     overdue: bool = False,
+    detail: dict[str, Any] | None = None,
 ) -> Prompt:
     """The one compare-and-set out of pending; raises AlreadyResolved for the loser."""
     now = timezone.now()
@@ -443,9 +458,8 @@ def _transition(
         )
         if won:
             Answer.objects.bulk_create(answers or [])
-            _record(
-                prompt, event, actor or _username(by) or "unknown", surface, deadline=contract.iso(prompt.expires_at)
-            )
+            actor = actor or _username(by) or "unknown"
+            _record(prompt, event, actor, surface, deadline=contract.iso(prompt.expires_at), **(detail or {}))
             transaction.on_commit(lambda: realtime.prompt_resolved(prompt, result), robust=True)
     if not won:
         raise AlreadyResolved(_current(prompt))
@@ -471,6 +485,95 @@ def _record(prompt: Prompt, kind: str, actor: str, surface: str, **detail: Any) 
 
 def _username(user: AbstractBaseUser | None) -> str | None:
     return user.get_username() if user is not None else None
+
+
+# --- chat messages -------------------------------------------------------------
+
+MAX_MESSAGE = 4000
+
+
+def post_agent_message(agent: Agent, key: str, text: Any) -> Message:
+    """The agent says something in the session's chat; the session is made on first use."""
+    text = _message_text(text)
+    with transaction.atomic():
+        session = _session_for(agent, key)
+        message = Message.objects.create(session=session, author=Message.Author.AGENT, text=text, agent=agent)
+        transaction.on_commit(lambda: realtime.message_created(message), robust=True)
+    return message
+
+
+@dataclass(frozen=True)
+class Posted:
+    message: Message
+    answered: Prompt | None = None
+    note: Message | None = None  # what askuser told the user about the reply
+
+
+def post_user_message(session: Session, user: AbstractBaseUser, text: Any) -> Posted:
+    """A message typed into the composer; while a prompt is pending, it is read as the reply."""
+    text = _message_text(text)
+    pending = session.prompts.filter(status=PENDING).first()
+    if pending is not None and pending.is_overdue():
+        _current(pending)  # expires it: a late reply is a plain message
+        pending = None
+    with transaction.atomic():
+        message = Message.objects.create(
+            session=session, author=Message.Author.USER, text=text, user=user, prompt=pending
+        )
+        transaction.on_commit(lambda: realtime.message_created(message), robust=True)
+    if pending is None:
+        return Posted(message)
+    return _read_as_reply(session, user, message, pending)
+
+
+def _read_as_reply(session: Session, user: AbstractBaseUser, message: Message, prompt: Prompt) -> Posted:
+    questions = [textreply.TextQuestion.of(q) for q in prompt.questions.prefetch_related("options")]
+    reading = textreply.read_reply(questions, message.text)
+    if not reading.complete:
+        return Posted(message, note=_note(session, prompt, textreply.what_is_missing(questions, reading)))
+    detail = {"reply": message.text, "read_as": textreply.how_it_was_read(questions, reading)}
+    try:
+        answered = answer(prompt, reading.answers, by=user, surface="text", detail=detail)
+    except AlreadyResolved as lost:
+        return Posted(message, note=_note(session, prompt, f"{lost.message} Your message stays in the chat."))
+    except InvalidAnswer as refused:
+        return Posted(message, note=_note(session, prompt, refused.message))
+    return Posted(message, answered=answered)
+
+
+def _note(session: Session, prompt: Prompt, text: str) -> Message:
+    with transaction.atomic():
+        note = Message.objects.create(session=session, author=Message.Author.SYSTEM, text=text, prompt=prompt)
+        transaction.on_commit(lambda: realtime.message_created(note), robust=True)
+    return note
+
+
+def _message_text(text: Any) -> str:
+    problem = None
+    if not isinstance(text, str):
+        problem = "must be a string"
+    elif not text.strip():
+        problem = "must not be blank"
+    elif len(text.strip()) > MAX_MESSAGE:
+        problem = f"must be at most {MAX_MESSAGE} characters (got {len(text.strip())})"
+    elif any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\n\t" for c in text.strip()):
+        problem = "must not contain control characters"
+    if problem:
+        raise InvalidMessage(f"text: {problem}.", errors=[{"path": "text", "message": problem}])
+    return text.strip()
+
+
+def messages_after(session_id: int, after: int) -> list[Message]:
+    """The user's messages after the given id, oldest first: what an agent reads."""
+    messages = Message.objects.filter(session_id=session_id, id__gt=after, author=Message.Author.USER)
+    return list(messages.order_by("id")[:200])
+
+
+def session_for_owner(owner_id: int, key: str) -> Session:
+    session = Session.objects.filter(owner_id=owner_id, key=key).first()
+    if session is None:
+        raise NotFound(f"No session {key}: a session starts when its agent first asks or posts a message.")
+    return session
 
 
 # --- reading -------------------------------------------------------------------
