@@ -8,11 +8,16 @@ from django.core.management.base import BaseCommand
 
 from askuser_app import services
 from askuser_app.agentauth import hash_token
-from askuser_app.models import Agent
+from askuser_app.models import Agent, Session
 
 DEMO_USER = "demo"
 DEMO_PASSWORD = "demo"
 DEMO_AGENT = "demo"
+DEMO_SESSION = "demo"
+WELCOME = (
+    "Hi! I'm the demo agent. When I need a decision from you, my question appears right here, "
+    "above the message box. Try the README's curl example to see it."
+)
 
 
 class Command(BaseCommand):
@@ -24,6 +29,7 @@ class Command(BaseCommand):
     def handle(self, url: str, **options) -> None:
         user = self.demo_user()
         token = self.demo_token(user)
+        self.welcome(user)
         self.stdout.write(
             f"\naskuser is starting on {url}/\n"
             f"  Log in as:         {DEMO_USER} / {DEMO_PASSWORD}   (staff: {url}/admin/)\n"
@@ -40,6 +46,13 @@ class Command(BaseCommand):
             user.set_password(DEMO_PASSWORD)
             user.save(update_fields=["password"])
         return user
+
+    def welcome(self, user) -> None:
+        """A first message in the demo session, so there is a page to open."""
+        if Session.objects.filter(owner=user, key=DEMO_SESSION).exists():
+            return
+        agent = Agent.objects.filter(owner=user, name=DEMO_AGENT, revoked_at=None).first()
+        services.post_agent_message(agent, DEMO_SESSION, WELCOME)
 
     def token_path(self):
         return settings.DATA_DIR / "demo-agent-token"
