@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -77,3 +77,11 @@ def post_message(request: HttpRequest, key: str) -> HttpResponse:
     if posted.answered is not None:
         html += ui.render_prompt_change(session, str(posted.answered.pk), request.COOKIES)
     return HttpResponse(html + ui.render_notice("", target="composer-error"))
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404: JSON for the agent API, the Control UI's page for people."""
+    if request.path.startswith("/api/"):
+        body = {"error": "not_found", "detail": f"No API endpoint {request.path}; see /api/v1/docs."}
+        return JsonResponse(body, status=404)
+    return render(request, "404.html", status=404)

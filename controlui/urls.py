@@ -8,3 +8,4 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("", include("askuser_app.urls")),
 ]
+handler404 = "askuser_app.views.not_found"

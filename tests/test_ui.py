@@ -334,3 +334,10 @@ def test_reading_messages_after_an_id_returns_only_newer_ones(api, agent, owner)
 
     assert [m["text"] for m in body["messages"]] == ["two"]
     assert api.get("/sessions/s1/messages?after=-1").status_code == 422
+
+
+def test_an_unknown_page_is_a_friendly_404(browser):
+    response = browser.get("/s/never-used/")
+
+    assert response.status_code == 404
+    assert "Back to your sessions" in response.content.decode()
