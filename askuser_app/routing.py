@@ -6,7 +6,7 @@ import os
 import threading
 from typing import Any
 
-from . import expiry, longpoll
+from . import expiry, longpoll, webhooks
 from .realtime import hub
 
 websocket_urlpatterns: list[Any] = []
@@ -20,6 +20,7 @@ class HttpRouter:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         expiry.ensure_running()
+        webhooks.ensure_running()
         if scope["path"] == "/healthz":
             return await health(scope, receive, send)
         match = longpoll.PROMPT_PATH.match(scope["path"])

@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from . import contract, expiry, realtime
+from . import contract, expiry, realtime, webhooks
 from .agentauth import hash_token, new_token
 from .models import Agent, Answer, Option, Prompt, PromptEvent, Question, Run, Session
 
@@ -120,7 +120,9 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
 
 
 def request_digest(request: contract.CreatePromptIn) -> str:
-    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+    # Without a callback_url the digest stays what it was before webhooks existed.
+    unset = {"callback_url"} if request.callback_url is None else None
+    return hashlib.sha256(request.model_dump_json(exclude=unset).encode()).hexdigest()
 
 
 def _replay(earlier: Prompt, digest: str) -> Asked:
@@ -179,6 +181,7 @@ def _insert_prompt(
         warnings=request.warnings(),
         idempotency_key=idempotency_key or "",
         request_digest=digest,
+        callback_url=request.callback_url or "",
     )
     try:
         with transaction.atomic():
@@ -447,6 +450,7 @@ def _transition(
                 prompt, event, actor or _username(by) or "unknown", surface, deadline=contract.iso(prompt.expires_at)
             )
             transaction.on_commit(lambda: realtime.prompt_resolved(prompt, result), robust=True)
+            webhooks.prompt_resolved(prompt, result)
     if not won:
         raise AlreadyResolved(_current(prompt))
     prompt.status, prompt.reason, prompt.resolved_at = status, reason, resolved_at
