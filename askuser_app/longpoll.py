@@ -87,11 +87,15 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     waiting = asyncio.ensure_future(_outcome(authorization, scope["url_route"]["kwargs"]["prompt_id"], query))
     hangup = asyncio.ensure_future(_disconnected(receive))
-    await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
-    if not waiting.done():
+    try:
+        await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # Also when this app itself is cancelled (an in-process caller gave up): leave no task behind.
+        hangup.cancel()
+        answered = waiting.done()
         waiting.cancel()
+    if not answered:
         return
-    hangup.cancel()
     status, body, extra = waiting.result()
     await respond(send, status, body, extra)
 

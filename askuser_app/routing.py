@@ -13,21 +13,33 @@ websocket_urlpatterns: list[Any] = []
 
 
 class HttpRouter:
-    """Agent waits go to the long-poll app, everything else to Django."""
+    """Agent waits go to the long-poll app, MCP to its endpoint, everything else to Django."""
 
     def __init__(self, django_app: Any) -> None:
         self.django_app = django_app
+        self.mcp: Any = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         expiry.ensure_running()
         webhooks.ensure_running()
         if scope["path"] == "/healthz":
             return await health(scope, receive, send)
+        if scope["path"] in ("/mcp", "/mcp/"):
+            return await self.mcp_endpoint()(scope, receive, send)
         match = longpoll.PROMPT_PATH.match(scope["path"])
         if match and scope["method"] in ("GET", "HEAD"):
             scope = {**scope, "url_route": {"args": (), "kwargs": match.groupdict()}}
             return await longpoll.app(scope, receive, send)
         return await self.django_app(scope, receive, send)
+
+    def mcp_endpoint(self) -> Any:
+        """Built on first use: the MCP SDK is imported only by processes that serve it."""
+        if self.mcp is None:
+            from .mcp_server import HttpEndpoint
+
+            # Its tool calls come back into this router, in process.
+            self.mcp = HttpEndpoint(self)
+        return self.mcp
 
 
 async def health(scope: dict[str, Any], receive: Any, send: Any) -> None:

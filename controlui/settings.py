@@ -173,6 +173,8 @@ LOGOUT_REDIRECT_URL = "login"
 ASKUSER_WEBHOOK_ATTEMPTS = env_int("ASKUSER_WEBHOOK_ATTEMPTS", 10)
 ASKUSER_WEBHOOK_RETRY_BASE = float(env_str("ASKUSER_WEBHOOK_RETRY_BASE") or 5)
 ASKUSER_WEBHOOK_TIMEOUT = float(env_str("ASKUSER_WEBHOOK_TIMEOUT") or 10)
+# Seconds between MCP progress notifications while ask_user waits.
+ASKUSER_MCP_PROGRESS_EVERY = float(env_str("ASKUSER_MCP_PROGRESS_EVERY") or 10)
 
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
