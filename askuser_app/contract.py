@@ -11,6 +11,7 @@ from __future__ import annotations
 import unicodedata
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import regex
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
@@ -60,12 +61,30 @@ def _not_other(label: str) -> str:
     return label
 
 
+def _callback_url(url: str) -> str:
+    if any(char.isspace() or unicodedata.category(char) == "Cc" for char in url):
+        raise invalid("must be a URL without spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        raise invalid("must be a valid http:// or https:// URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise invalid("must be an http:// or https:// URL with a host, e.g. https://agent.example.com/askuser")
+    if parts.username is not None or parts.password is not None:
+        raise invalid("must not carry credentials; check the Askuser-Signature header instead")
+    if parts.fragment:
+        raise invalid("must not have a #fragment")
+    return url
+
+
 Line = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_single_line)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_multi_line)]
 Key = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"),
 ]
+CallbackUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_callback_url)]
 QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
 Label = Annotated[Line, StringConstraints(max_length=64), AfterValidator(_not_other)]
 
@@ -132,6 +151,10 @@ class CreatePromptIn(AskUserInput):
     session: Key = Field(description="The chat session key, chosen by the agent (e.g. support-42).")
     run_id: Key | None = Field(default=None, description="The agent run asking; generated when omitted.")
     run_kind: Literal["main", "subagent"] = Field(default="main", description="Only main runs may ask.")
+    callback_url: CallbackUrl | None = Field(
+        default=None,
+        description="Where to POST the result when the prompt resolves, signed with the agent's webhook secret.",
+    )
 
 
 def truncate_header(header: str) -> str:

@@ -173,12 +173,15 @@ async def serve(handler: Handler, path: dict[str, str], scope: dict[str, Any], r
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     waiting = asyncio.ensure_future(outcome(lambda: handler(authorization, path, query)))
     hangup = asyncio.ensure_future(_disconnected(receive))
-    await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
-    if not waiting.done():
+    try:
+        await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # Also when this app itself is cancelled (an in-process caller gave up): leave no task behind.
+        hangup.cancel()
+        answered = waiting.done()
         waiting.cancel()
-        return
-    hangup.cancel()
-    await respond(send, *waiting.result())
+    if answered:
+        await respond(send, *waiting.result())
 
 
 async def _disconnected(receive: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.urls import path
 
-from . import expiry, longpoll
+from . import expiry, longpoll, webhooks
 from .consumers import LiveConsumer
 from .realtime import hub
 
@@ -19,19 +19,32 @@ websocket_urlpatterns = [
 
 
 class HttpRouter:
-    """Agent waits go to the long-poll app, everything else to Django."""
+    """Agent waits go to the long-poll app, MCP to its endpoint, everything else to Django."""
 
     def __init__(self, django_app: Any) -> None:
         self.django_app = django_app
+        self.mcp: Any = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         expiry.ensure_running()
+        webhooks.ensure_running()
         if scope["path"] == "/healthz":
             return await health(scope, receive, send)
+        if scope["path"] in ("/mcp", "/mcp/"):
+            return await self.mcp_endpoint()(scope, receive, send)
         found = longpoll.route(scope["path"]) if scope["method"] in ("GET", "HEAD") else None
         if found:
             return await longpoll.serve(*found, scope, receive, send)
         return await self.django_app(scope, receive, send)
+
+    def mcp_endpoint(self) -> Any:
+        """Built on first use: the MCP SDK is imported only by processes that serve it."""
+        if self.mcp is None:
+            from .mcp_server import HttpEndpoint
+
+            # Its tool calls come back into this router, in process.
+            self.mcp = HttpEndpoint(self)
+        return self.mcp
 
 
 async def health(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -46,6 +59,7 @@ async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
         message = await receive()
         if message["type"] == "lifespan.startup":
             expiry.ensure_running()
+            webhooks.ensure_running()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})

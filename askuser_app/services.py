@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from . import contract, expiry, realtime, textreply
+from . import contract, expiry, realtime, textreply, webhooks
 from .agentauth import hash_token, new_token
 from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session
 
@@ -124,7 +124,9 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
 
 
 def request_digest(request: contract.CreatePromptIn) -> str:
-    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+    # Without a callback_url the digest stays what it was before webhooks existed.
+    unset = {"callback_url"} if request.callback_url is None else None
+    return hashlib.sha256(request.model_dump_json(exclude=unset).encode()).hexdigest()
 
 
 def _replay(earlier: Prompt, digest: str) -> Asked:
@@ -183,6 +185,7 @@ def _insert_prompt(
         warnings=request.warnings(),
         idempotency_key=idempotency_key or "",
         request_digest=digest,
+        callback_url=request.callback_url or "",
     )
     try:
         with transaction.atomic():
@@ -461,6 +464,7 @@ def _transition(
             actor = actor or _username(by) or "unknown"
             _record(prompt, event, actor, surface, deadline=contract.iso(prompt.expires_at), **(detail or {}))
             transaction.on_commit(lambda: realtime.prompt_resolved(prompt, result), robust=True)
+            webhooks.prompt_resolved(prompt, result)
     if not won:
         raise AlreadyResolved(_current(prompt))
     prompt.status, prompt.reason, prompt.resolved_at = status, reason, resolved_at

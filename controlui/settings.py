@@ -169,6 +169,13 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
+# Webhooks: attempts per delivery, the first retry's delay (doubling after), seconds per attempt.
+ASKUSER_WEBHOOK_ATTEMPTS = env_int("ASKUSER_WEBHOOK_ATTEMPTS", 10)
+ASKUSER_WEBHOOK_RETRY_BASE = float(env_str("ASKUSER_WEBHOOK_RETRY_BASE") or 5)
+ASKUSER_WEBHOOK_TIMEOUT = float(env_str("ASKUSER_WEBHOOK_TIMEOUT") or 10)
+# Seconds between MCP progress notifications while ask_user waits.
+ASKUSER_MCP_PROGRESS_EVERY = float(env_str("ASKUSER_MCP_PROGRESS_EVERY") or 10)
+
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 

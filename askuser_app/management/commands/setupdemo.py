@@ -35,6 +35,7 @@ class Command(BaseCommand):
             f"  Log in as:         {DEMO_USER} / {DEMO_PASSWORD}   (staff: {url}/admin/)\n"
             f"  Demo agent token:  {token}\n"
             f"                     (also in {self.token_path()}; export ASKUSER_TOKEN=$(cat {self.token_path()}))\n"
+            f"  Demo agent:        .venv/bin/python manage.py demo_agent   (in a second terminal)\n"
         )
 
     def demo_user(self):
