@@ -69,6 +69,8 @@ def error(status: int, code: str, detail: str, **extra: Any) -> JsonResponse:
     )
     if status == 401:
         response["WWW-Authenticate"] = "Bearer"
+    if "retry_after" in extra:
+        response["Retry-After"] = str(extra["retry_after"])
     return response
 
 

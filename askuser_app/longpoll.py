@@ -189,9 +189,18 @@ async def _disconnected(receive: Any) -> None:
         pass
 
 
+RESPONSE_HEADERS = [
+    (b"content-type", b"application/json"),
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
+]
+
+
 async def respond(send: Any, status: int, body: dict[str, Any], extra: list | tuple = ()) -> None:
     payload = json.dumps(body, ensure_ascii=False).encode()
-    headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store"), *extra]
+    headers = [*RESPONSE_HEADERS, *extra]
     headers.append((b"content-length", str(len(payload)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

@@ -139,6 +139,8 @@ class Prompt(models.Model):
             ),
         ]
         indexes = [
+            # The rate limit's query: an agent's prompts of the last minute.
+            models.Index(fields=["agent", "created_at"], name="prompt_agent_created_idx"),
             # The expiry loop's query: the next pending deadline.
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="pending_deadline_idx"),
         ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import math
 import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -32,6 +34,7 @@ from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Questio
 log = logging.getLogger("askuser")
 
 PENDING = Prompt.Status.PENDING
+RATE_WINDOW = timedelta(minutes=1)
 Reason = Prompt.Reason
 
 
@@ -62,6 +65,10 @@ class Conflict(DomainError):
 
 class InvalidAnswer(DomainError):
     status, code = 422, "invalid_answer"
+
+
+class RateLimited(DomainError):
+    status, code = 429, "rate_limited"
 
 
 class InvalidMessage(DomainError):
@@ -110,6 +117,7 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
             earlier = Prompt.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
             if earlier is not None:
                 return _replay(earlier, digest)
+        _check_rate(agent)
         session = _session_for(agent, request.session)
         run = _run_for(agent, session, request.run_id)
         _expire_overdue_in(session)
@@ -121,6 +129,22 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
         transaction.on_commit(lambda: realtime.prompt_created(prompt), robust=True)
         transaction.on_commit(lambda: expiry.deadline_added(prompt.expires_at), robust=True)
     return Asked(prompt, created=True)
+
+
+def _check_rate(agent: Agent) -> None:
+    """At most ASKUSER_RATE_LIMIT prompts per agent in any minute (a sliding window)."""
+    limit = settings.ASKUSER_RATE_LIMIT
+    if not limit:
+        return
+    now = timezone.now()
+    recent = Prompt.objects.filter(agent=agent, created_at__gt=now - RATE_WINDOW).order_by("-created_at")
+    oldest_counted = recent.values_list("created_at", flat=True)[limit - 1 : limit].first()
+    if oldest_counted is not None:
+        retry_after = max(1, math.ceil((oldest_counted + RATE_WINDOW - now).total_seconds()))
+        raise RateLimited(
+            f"This agent asked {limit} times in the last minute; try again in {retry_after} s.",
+            retry_after=retry_after,
+        )
 
 
 def request_digest(request: contract.CreatePromptIn) -> str:

@@ -401,3 +401,19 @@ def test_the_readme_curl_example_prints_the_answer_given_in_the_browser(human, s
         "status": "answered",
         "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}},
     }
+
+
+def test_no_page_breaks_the_content_security_policy(chromium, server, staff):
+    _, token = services.create_agent("ops", staff)
+    Agent(server, token).ask(session="staff-chat")
+    person = Human(chromium, server, staff, viewport={"width": 1280, "height": 800})
+    violations: list[str] = []
+    page = person.context.new_page()
+    page.on("console", lambda message: violations.append(message.text) if "Security Policy" in message.text else None)
+
+    for path in ("/", "/s/staff-chat/", "/admin/", "/api/v1/docs", "/login/"):
+        page.goto(path)
+        page.wait_for_load_state("networkidle")
+
+    assert violations == []
+    person.context.close()
