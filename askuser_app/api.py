@@ -161,7 +161,7 @@ KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 
 @api.post(
     "/prompts",
-    response={201: contract.CreatedOut, **ERRORS},
+    response={201: contract.CreatedOut, 429: contract.ErrorOut, **ERRORS},
     openapi_extra=body_of(contract.CreatePromptIn),
     summary="Ask the user",
 )

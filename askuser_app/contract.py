@@ -78,8 +78,8 @@ def _callback_url(url: str) -> str:
     return url
 
 
-Line = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_single_line)]
-Text = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_multi_line)]
+Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_single_line)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_multi_line)]
 Key = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"),
