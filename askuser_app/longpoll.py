@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 
 from . import agentauth, contract, services
 from .asyncdb import database_call
-from .realtime import hub, prompt_group, session_group
+from .realtime import Inbox, hub, prompt_group, session_group
 
 Outcome = tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]
 
@@ -50,8 +50,9 @@ async def wait_for_result(authorization: str | None, prompt_id: str, wait: float
         event = await _next(inbox, min(wait, deadline - time.time() + 0.01))
         if event is not None:
             return event["result"]
-    # Past the deadline, this read expires the prompt; otherwise it is still pending.
-    return await _read_state(authorization, key) if time.time() >= deadline else state
+    # Past the deadline, this read expires the prompt; a wait that could not
+    # subscribe heard nothing, so it reads too. Otherwise it is still pending.
+    return await _read_state(authorization, key) if time.time() >= deadline or inbox.deaf else state
 
 
 @database_call
@@ -77,6 +78,8 @@ async def wait_for_messages(authorization: str | None, key: str, after: int, wai
                 break
             if event["type"] == "message.created" and event.get("author") == "user":
                 messages = await _messages_after(session_id, after)
+        if not messages and inbox.deaf:
+            messages = await _messages_after(session_id, after)
     return {"messages": messages, "last_id": messages[-1]["id"] if messages else after}
 
 
@@ -91,7 +94,7 @@ def _messages_after(session_id: int, after: int) -> list[dict[str, Any]]:
     return [contract.message_json(m) for m in services.messages_after(session_id, after)]
 
 
-async def _next(inbox: asyncio.Queue[dict[str, Any]], timeout: float) -> dict[str, Any] | None:
+async def _next(inbox: Inbox, timeout: float) -> dict[str, Any] | None:
     try:
         async with asyncio.timeout(max(timeout, 0)):
             return await inbox.get()

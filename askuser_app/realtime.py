@@ -72,11 +72,16 @@ def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
 
     async def send_all() -> None:
         for group, message in messages:
-            await layer.group_send(group, {**message, "group": group})
+            try:
+                await layer.group_send(group, {**message, "group": group})
+            except Exception as exc:  # the state is committed; waits re-read it
+                log.warning("Could not announce %s to %s: %s", message["type"], group, exc)
 
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
+        loop = None
+    if loop is None:
         async_to_sync(send_all)()
     else:  # called on an event loop's thread: send without blocking it
         task = loop.create_task(send_all())
@@ -87,17 +92,31 @@ def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
 # --- the hub ---------------------------------------------------------------------
 
 
+class Inbox(asyncio.Queue):
+    """Where a waiting request receives its group's messages.
+
+    ``deaf`` when the channel layer could not be reached to subscribe: no
+    message will come, so the request re-reads the database when its bounded
+    wait ends instead of trusting silence.
+    """
+
+    deaf = False
+
+
 class Hub:
     """One layer channel per process; requests wait on groups through it.
 
     A waiting request costs a queue and a set entry, not a layer channel, a
-    Redis subscription of its own or a thread.
+    Redis subscription of its own or a thread. A layer that is unreachable
+    (Redis restarting) degrades waits to a re-read at their end; it never
+    fails a request.
     """
 
     def __init__(self) -> None:
         self.layer = get_channel_layer()
         self.channel: str | None = None
-        self.inboxes: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
+        self.inboxes: dict[str, set[Inbox]] = {}
+        self.joined: set[str] = set()  # groups this process's channel is in at the layer
         self.lock = asyncio.Lock()
         self.reader: asyncio.Task[None] | None = None
 
@@ -107,35 +126,42 @@ class Hub:
         return sum(len(members) for members in self.inboxes.values())
 
     @asynccontextmanager
-    async def listen(self, group: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
-        """Deliver the group's messages to a queue while the block runs."""
-        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    async def listen(self, group: str) -> AsyncIterator[Inbox]:
+        """Deliver the group's messages to an inbox while the block runs."""
+        inbox = Inbox()
         await self._join(group, inbox)
         try:
             yield inbox
         finally:
             await asyncio.shield(self._leave(group, inbox))
 
-    async def _join(self, group: str, inbox: asyncio.Queue[dict[str, Any]]) -> None:
+    async def _join(self, group: str, inbox: Inbox) -> None:
         async with self.lock:
-            if self.channel is None:
-                self.channel = await self.layer.new_channel()
-                self.reader = asyncio.create_task(self._read(self.channel))
-            members = self.inboxes.get(group)
-            if members is None:
-                await self.layer.group_add(group, self.channel)
-                members = self.inboxes[group] = set()
-            members.add(inbox)
+            self.inboxes.setdefault(group, set()).add(inbox)
+            try:
+                if self.channel is None:
+                    self.channel = await self.layer.new_channel()
+                    self.reader = asyncio.create_task(self._read(self.channel))
+                if group not in self.joined:
+                    await self.layer.group_add(group, self.channel)
+                    self.joined.add(group)
+            except Exception as exc:
+                log.warning("Channel layer unreachable (%s); this wait re-reads at its end.", exc)
+                inbox.deaf = True
 
-    async def _leave(self, group: str, inbox: asyncio.Queue[dict[str, Any]]) -> None:
+    async def _leave(self, group: str, inbox: Inbox) -> None:
         async with self.lock:
-            members = self.inboxes.get(group)
-            if members is None:
-                return
+            members = self.inboxes.get(group, set())
             members.discard(inbox)
-            if not members:
-                del self.inboxes[group]
-                await self.layer.group_discard(group, self.channel)
+            if members:
+                return
+            self.inboxes.pop(group, None)
+            if group in self.joined:
+                self.joined.discard(group)
+                try:
+                    await self.layer.group_discard(group, self.channel)
+                except Exception as exc:
+                    log.warning("Channel layer unreachable (%s) while leaving %s.", exc, group)
 
     async def _read(self, channel: str) -> None:
         while True:
