@@ -1,9 +1,11 @@
 """Reading the question history for staff: what was asked, what was answered.
 
-The admin (``admin.py``) shows these; nothing here changes a prompt. The
-figures are computed in the database so that a long history costs queries,
-not memory: the CSV export walks prompts in chunks, and percentiles are read
-with ``ORDER BY … LIMIT 1 OFFSET k`` rather than by loading every duration.
+The admin (``admin.py``) shows these; nothing here changes a prompt. A long
+history costs queries, not memory: the CSV export walks the prompts in chunks.
+The dashboard reads its window (at most 90 days) once, five plain columns per
+prompt, and counts in Python: one portable query, and no date function per
+row (on SQLite those are Python callbacks, a second per 100,000 rows); its
+memory is one float per answered prompt, for the percentiles.
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
+from itertools import islice
 from typing import Any
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Prefetch, Q, QuerySet
-from django.db.models.functions import TruncDate
+from django.contrib.auth import get_user_model
+from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from django.utils import timezone
 
 from . import contract
@@ -132,49 +136,103 @@ def csv_safe(value: Any) -> Any:
     return value
 
 
-def export_queryset(prompts: QuerySet[Prompt]) -> QuerySet[Prompt]:
-    questions = Question.objects.select_related("answer").prefetch_related(
-        Prefetch("options", queryset=Option.objects.order_by("position"))
-    )
-    return prompts.select_related("agent", "session", "session__owner", "run", "resolved_by").prefetch_related(
-        Prefetch("questions", queryset=questions.order_by("position"))
-    )
+@dataclass(frozen=True)
+class ExportedPrompt:
+    """The prompt columns of an export row, read as plain values (no model instances:
+    building those costs more than the query at 100,000 prompts)."""
+
+    id: Any
+    created_at: datetime
+    agent: str
+    owner: str
+    session: str
+    run_id: str
+    status: str
+    reason: str
+    surface: str
+    resolved_by: str | None
+    resolved_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ExportedQuestion:
+    key: str
+    position: int
+    header: str
+    text: str
+    multi_select: bool
+    values: list[str] | None  # None: no answer row (pending, or resolved without an answer)
+    free_text: str | None
+    skipped: bool | None
+    options: list[str] = field(default_factory=list)
 
 
 def csv_rows(prompts: QuerySet[Prompt]) -> Iterator[list[Any]]:
-    """The header, then one row per question with its answer, in the queryset's order."""
+    """The header, then one row per question with its answer, in the queryset's order,
+    reading ``CSV_CHUNK`` prompts (and then their questions and options) at a time."""
     yield CSV_HEADER
-    for prompt in export_queryset(prompts).iterator(chunk_size=CSV_CHUNK):
-        for question in prompt.questions.all():
-            yield [csv_safe(value) for value in _csv_row(prompt, question)]
+    username = f"__{get_user_model().USERNAME_FIELD}"
+    columns = [f.name for f in fields(ExportedPrompt)]
+    paths = {"id": "pk", "agent": "agent__name", "owner": "session__owner" + username, "session": "session__key"}
+    paths |= {"run_id": "run__run_id", "resolved_by": "resolved_by" + username}
+    rows = prompts.values_list(*(paths.get(c, c) for c in columns)).iterator(chunk_size=CSV_CHUNK)
+    for chunk in _batches((ExportedPrompt(*row) for row in rows), CSV_CHUNK):
+        questions = _questions_of([prompt.id for prompt in chunk])
+        for prompt in chunk:
+            for question in questions.get(prompt.id, ()):
+                yield [csv_safe(value) for value in _csv_row(prompt, question)]
 
 
-def _csv_row(prompt: Prompt, question: Question) -> list[Any]:
-    answer = getattr(question, "answer", None)
-    span = took(prompt)
-    resolved = prompt.status != PENDING
+def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    while batch := list(islice(items, size)):
+        yield batch
+
+
+QUESTION_COLUMNS = {"header": "header_full", "values": "answer__values", "free_text": "answer__free_text"}
+QUESTION_COLUMNS |= {"skipped": "answer__skipped"}
+
+
+def _questions_of(prompt_ids: list[Any]) -> dict[Any, list[ExportedQuestion]]:
+    """The prompts' questions in order, each with its answer and its option labels in order."""
+    questions: dict[Any, list[ExportedQuestion]] = defaultdict(list)
+    by_id: dict[int, ExportedQuestion] = {}
+    columns = [QUESTION_COLUMNS.get(f.name, f.name) for f in fields(ExportedQuestion) if f.name != "options"]
+    rows = Question.objects.filter(prompt_id__in=prompt_ids).order_by("prompt_id", "position")
+    for pk, prompt_id, *values in rows.values_list("pk", "prompt_id", *columns):
+        by_id[pk] = question = ExportedQuestion(*values)
+        questions[prompt_id].append(question)
+    options = Option.objects.filter(question_id__in=by_id).order_by("question_id", "position")
+    for question_id, label in options.values_list("question_id", "label"):
+        by_id[question_id].options.append(label)
+    return questions
+
+
+def _csv_row(prompt: ExportedPrompt, question: ExportedQuestion) -> list[Any]:
+    span = prompt.resolved_at - prompt.created_at if prompt.resolved_at else None
+    answered = question.values is not None
+    skipped = question.skipped if answered else prompt.reason == Prompt.Reason.SKIPPED
     return [
-        str(prompt.pk),
+        str(prompt.id),
         contract.iso(prompt.created_at),
-        prompt.agent.name,
-        prompt.session.owner.get_username(),
-        prompt.session.key,
-        prompt.run.run_id,
+        prompt.agent,
+        prompt.owner,
+        prompt.session,
+        prompt.run_id,
         prompt.status,
         prompt.reason,
         prompt.surface,
-        prompt.resolved_by.get_username() if prompt.resolved_by else "",
+        prompt.resolved_by or "",
         contract.iso(prompt.resolved_at) or "",
         round(span.total_seconds(), 3) if span is not None else "",
         question.key,
         question.position + 1,
-        question.header_full,
+        question.header,
         question.text,
         "yes" if question.multi_select else "no",
-        _json([o.label for o in question.options.all()]),
-        _json(answer.values) if answer else "",
-        answer.free_text if answer else "",
-        ("yes" if (answer.skipped if answer else prompt.reason == Prompt.Reason.SKIPPED) else "no") if resolved else "",
+        _json(question.options),
+        _json(question.values) if answered else "",
+        question.free_text if answered else "",
+        ("yes" if skipped else "no") if prompt.status != PENDING else "",
     ]
 
 
@@ -267,64 +325,61 @@ class Dashboard:
 
 
 def dashboard(days: int = DEFAULT_DAYS, agent: Agent | None = None) -> Dashboard:
+    """The figures of the last ``days`` calendar days, read in one pass over their prompts."""
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     since = today - timedelta(days=days - 1)
     prompts = Prompt.objects.filter(created_at__gte=since)
     if agent is not None:
         prompts = prompts.filter(agent=agent)
-    per_agent = [
-        AgentFigures(a, figures(prompts.filter(agent=a)))
-        for a in Agent.objects.filter(pk__in=prompts.values("agent")).select_related("owner").order_by("name", "pk")
+    overall, by_agent, by_day = Tally(), defaultdict(Tally), defaultdict(Counter)
+    rows = prompts.order_by().values_list("agent_id", "status", "reason", "created_at", "resolved_at")
+    for agent_id, status, reason, created, resolved in rows.iterator(chunk_size=2000):
+        seconds = (resolved - created).total_seconds() if status == ANSWERED else None
+        overall.add(status, reason, seconds)
+        by_agent[agent_id].add(status, reason, seconds)
+        by_day[timezone.localtime(created).date()][status] += 1
+    agents = Agent.objects.filter(pk__in=by_agent).select_related("owner").order_by("name", "pk")
+    per_day = [
+        Day(day, by_day[day][ANSWERED], by_day[day][NO_ANSWER], by_day[day][PENDING])
+        for day in (since.date() + timedelta(days=n) for n in range(days))
     ]
-    return Dashboard(since, days, agent, figures(prompts), per_day(prompts, since.date(), days), per_agent)
+    per_agent = [AgentFigures(a, by_agent[a.pk].figures()) for a in agents]
+    return Dashboard(since, days, agent, overall.figures(), per_day, per_agent)
 
 
-def figures(prompts: QuerySet[Prompt]) -> Figures:
-    counts = prompts.aggregate(
-        total=Count("pk"),
-        answered=Count("pk", filter=Q(status=ANSWERED)),
-        no_answer=Count("pk", filter=Q(status=NO_ANSWER)),
-        pending=Count("pk", filter=Q(status=PENDING)),
-        **{reason: Count("pk", filter=Q(status=NO_ANSWER, reason=reason)) for reason in Prompt.Reason.values},
-    )
-    answered = prompts.filter(status=ANSWERED)
-    return Figures(
-        total=counts["total"],
-        answered=counts["answered"],
-        no_answer=counts["no_answer"],
-        pending=counts["pending"],
-        by_reason={reason: counts[reason] for reason in Prompt.Reason.values},
-        median=percentile(answered, 0.5, counts["answered"]),
-        p90=percentile(answered, 0.9, counts["answered"]),
-    )
+class Tally:
+    """Counts and answer times of some prompts, added one at a time."""
 
+    def __init__(self) -> None:
+        self.statuses: Counter[str] = Counter()
+        self.reasons: Counter[str] = Counter()
+        self.seconds: list[float] = []
 
-def percentile(prompts: QuerySet[Prompt], fraction: float, count: int) -> timedelta | None:
-    """The nearest-rank percentile of the time to resolution, read in the database."""
-    if not count:
-        return None
-    rank = max(math.ceil(fraction * count), 1)
-    ordered = prompts.annotate(took=TOOK).order_by("took", "pk").values_list("took", flat=True)
-    return next(iter(ordered[rank - 1 : rank]), None)
+    def add(self, status: str, reason: str, seconds: float | None) -> None:
+        self.statuses[status] += 1
+        if status == NO_ANSWER:
+            self.reasons[reason] += 1
+        if seconds is not None:
+            self.seconds.append(seconds)
 
-
-def per_day(prompts: QuerySet[Prompt], first: date, days: int) -> list[Day]:
-    rows = (
-        prompts.annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(
-            answered=Count("pk", filter=Q(status=ANSWERED)),
-            no_answer=Count("pk", filter=Q(status=NO_ANSWER)),
-            pending=Count("pk", filter=Q(status=PENDING)),
+    def figures(self) -> Figures:
+        self.seconds.sort()
+        return Figures(
+            total=self.statuses.total(),
+            answered=self.statuses[ANSWERED],
+            no_answer=self.statuses[NO_ANSWER],
+            pending=self.statuses[PENDING],
+            by_reason={reason: self.reasons[reason] for reason in Prompt.Reason.values},
+            median=percentile(self.seconds, 0.5),
+            p90=percentile(self.seconds, 0.9),
         )
-        .order_by("day")
-    )
-    by_day = {row["day"]: row for row in rows}
-    empty = {"answered": 0, "no_answer": 0, "pending": 0}
-    return [
-        Day(day, **{k: by_day.get(day, empty)[k] for k in empty})
-        for day in (first + timedelta(days=n) for n in range(days))
-    ]
+
+
+def percentile(ordered: list[float], fraction: float) -> timedelta | None:
+    """The nearest-rank percentile of sorted seconds."""
+    if not ordered:
+        return None
+    return timedelta(seconds=ordered[max(math.ceil(fraction * len(ordered)), 1) - 1])
 
 
 # --- the chart: geometry here, markup in the template ---------------------------

@@ -7,8 +7,8 @@ import csv
 import html
 import io
 import re
-from datetime import timedelta
-from urllib.parse import urljoin
+from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -247,6 +247,29 @@ def test_the_date_filter_offers_yesterday(staff_client, agent):
     assert set(sessions_listed(shown)) == {"yesterday"}
 
 
+def test_the_date_hierarchy_offers_the_periods_that_have_prompts(staff_client, agent):
+    for key, when in (
+        ("jan", (2025, 1, 15)),
+        ("mar", (2025, 3, 2)),
+        ("mar-late", (2025, 3, 31)),
+        ("next", (2026, 2, 1)),
+    ):
+        backdate(ask(agent, session=key), datetime(*when, 23, 30, tzinfo=UTC))
+
+    def offered(query: str, part: str) -> list[str]:
+        """The periods the drill-down links to, e.g. the months of a year."""
+        listing = page(staff_client.get(PROMPTS + query))
+        toplinks = re.search(r'<nav class="toplinks">(.*?)</nav>', listing, re.S).group(1)
+        links = re.findall(r'<a href="([^"]+)">', toplinks)  # not the back link, which has a class
+        return [parse_qs(urlsplit(html.unescape(link)).query)[f"created_at__{part}"][0] for link in links]
+
+    assert offered("", "year") == ["2025", "2026"]
+    assert offered("?created_at__year=2025", "month") == ["1", "3"]
+    assert offered("?created_at__year=2025&created_at__month=3", "day") == ["2", "31"]
+    march_2 = page(staff_client.get(PROMPTS + "?created_at__year=2025&created_at__month=3&created_at__day=2"))
+    assert sessions_listed(march_2) == ["mar"]
+
+
 def test_a_sessions_prompts_are_one_click_from_the_list(staff_client, history_of_two_owners):
     listing = page(staff_client.get(PROMPTS))
     link = re.search(r'<a href="([^"]+)">release-7</a>', listing).group(1)
@@ -391,7 +414,7 @@ def test_cancelling_leaves_resolved_prompts_as_they_are_and_says_so(staff_client
         "no_answer",
     ]
     assert Prompt.objects.get(pk=expired.pk).reason == "expired"
-    assert "2 selected prompts no longer pending: left as it was." in messages_of(response)
+    assert "Left 2 selected prompts unchanged: no longer pending." in messages_of(response)
 
 
 def test_a_cancel_that_loses_to_the_deadline_is_reported_with_the_reason(staff_client, history_of_two_owners):
