@@ -183,6 +183,22 @@ def test_strings_from_agents_are_shown_never_run(staff_client, agent, owner):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page(staff_client.get(detail_url(prompt)))
 
 
+def test_the_pages_need_no_inline_style_or_script(staff_client, history_of_two_owners):
+    """So that a Content-Security-Policy of script-src and style-src 'self' holds."""
+    answered = history_of_two_owners[0]
+    urls = [PROMPTS, detail_url(answered), DASHBOARD, "/admin/", f"{AGENTS}add/"]
+    urls += [
+        f"/admin/askuser_app/session/{answered.session_id}/change/",
+        f"/admin/askuser_app/run/{answered.run_id}/change/",
+    ]
+
+    for url in urls:
+        inline = re.findall(r"<style|\sstyle=|\son[a-z]+=|<script(?![^>]*\bsrc=)[^>]*>", page(staff_client.get(url)))
+        assert inline == [], url
+    stylesheet = staff_client.get("/static/askuser/admin.css")
+    assert stylesheet.status_code == 200 and b".askuser-chip" in b"".join(stylesheet.streaming_content)
+
+
 @pytest.mark.parametrize(
     ("word", "found"),
     [
