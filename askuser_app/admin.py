@@ -38,7 +38,7 @@ from django.utils.http import urlencode
 from django.utils.text import smart_split, unescape_string_literal
 
 from . import history, services
-from .models import Agent, Answer, Option, Prompt, Question, Run, Session
+from .models import Agent, Answer, Option, Prompt, Question, Run, Session, WebhookAttempt, WebhookDelivery
 
 PENDING = Prompt.Status.PENDING
 
@@ -600,3 +600,39 @@ class AgentAdmin(HistoryAdmin):
     def page(self, request: HttpRequest, template: str, title: str, **context: Any) -> TemplateResponse:
         context = {**self.admin_site.each_context(request), "title": title, "opts": self.opts, **context}
         return TemplateResponse(request, f"admin/askuser_app/agent/{template}", context)
+
+
+# --- webhooks: every delivery and each of its attempts, read-only -------------------------
+
+
+class WebhookAttemptInline(admin.TabularInline):
+    model = WebhookAttempt
+    extra = 0
+    can_delete = False
+    fields = ["number", "started_at", "duration_ms", "status_code", "error", "response_excerpt"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(HistoryAdmin):
+    list_display = ["prompt", "url", "status", "attempt_count", "created_at", "next_attempt_at", "finished_at"]
+    list_filter = ["status", "created_at"]
+    search_fields = ["url", "prompt__id", "prompt__session__key"]
+    list_select_related = ["prompt__session"]
+    readonly_fields = [
+        "prompt",
+        "url",
+        "status",
+        "attempt_count",
+        "created_at",
+        "next_attempt_at",
+        "finished_at",
+        "body",
+    ]
+    inlines = [WebhookAttemptInline]

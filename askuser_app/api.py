@@ -40,10 +40,11 @@ class AgentToken(HttpBearer):
 class AgentAPI(NinjaAPI):
     def get_openapi_schema(self, **kwargs: Any) -> Any:
         schema = super().get_openapi_schema(**kwargs)
-        body = contract.CreatePromptIn.model_json_schema(ref_template="#/components/schemas/{model}")
         components = schema.setdefault("components", {}).setdefault("schemas", {})
-        components.update(body.pop("$defs", {}))
-        components["CreatePromptIn"] = body
+        for model in (contract.CreatePromptIn, contract.MessageIn):
+            body = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(body.pop("$defs", {}))
+            components[model.__name__] = body
         return schema
 
 
@@ -68,6 +69,8 @@ def error(status: int, code: str, detail: str, **extra: Any) -> JsonResponse:
     )
     if status == 401:
         response["WWW-Authenticate"] = "Bearer"
+    if "retry_after" in extra:
+        response["Retry-After"] = str(extra["retry_after"])
     return response
 
 
@@ -146,15 +149,22 @@ def created_body(asked: services.Asked) -> dict[str, Any]:
     }
 
 
-BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreatePromptIn"}}},
-    }
-}
+def body_of(model: type) -> dict[str, Any]:
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
-@api.post("/prompts", response={201: contract.CreatedOut, **ERRORS}, openapi_extra=BODY, summary="Ask the user")
+# The long-poll GETs run without ninja's auth (they authenticate themselves).
+BEARER = {"security": [{"AgentToken": []}]}
+KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
+
+
+@api.post(
+    "/prompts",
+    response={201: contract.CreatedOut, 429: contract.ErrorOut, **ERRORS},
+    openapi_extra=body_of(contract.CreatePromptIn),
+    summary="Ask the user",
+)
 def create_prompt(request: HttpRequest) -> JsonResponse:
     """Store a prompt (SPEC 3.1) for the session's owner to answer. A retry with
     the same ``Idempotency-Key`` returns the same prompt, never a second one."""
@@ -168,30 +178,60 @@ def create_prompt(request: HttpRequest) -> JsonResponse:
     return response
 
 
+def long_poll_response(outcome: longpoll.Outcome) -> JsonResponse:
+    status, body, headers = outcome
+    response = JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
+    for name, value in headers:
+        response[name.decode()] = value.decode()
+    return response
+
+
 @api.get(
     "/prompts/{prompt_id}",
     response={200: contract.ResultOut, **ERRORS},
     auth=None,
     summary="Read or wait for the result",
-    openapi_extra={"security": [{"AgentToken": []}]},
+    openapi_extra=BEARER,
 )
 async def get_prompt(request: HttpRequest, prompt_id: str, wait: float = 0) -> JsonResponse:
     """The prompt's result (SPEC 3.2). With ``wait`` (0–55 s) the request holds
     until the prompt resolves or ``wait`` passes, then returns its state:
     ``pending`` or terminal. Repeat until terminal."""
-    try:
-        result = await longpoll.wait_for_result(
-            request.headers.get("Authorization"), prompt_id, longpoll.parse_wait(str(wait))
-        )
-    except agentauth.Unauthorized as exc:
-        return on_unauthorized(request, exc)
-    except (contract.ContractError, services.DomainError) as exc:
-        return (
-            on_contract_error(request, exc)
-            if isinstance(exc, contract.ContractError)
-            else on_domain_error(request, exc)
-        )
-    return JsonResponse(result, json_dumps_params={"ensure_ascii": False})
+    authorization = request.headers.get("Authorization")
+    waiting = longpoll.wait_for_result(authorization, prompt_id, longpoll.parse_wait(str(wait)))
+    return long_poll_response(await longpoll.outcome(lambda: waiting))
+
+
+@api.post(
+    "/sessions/{key}/messages",
+    response={201: contract.MessageOut, **ERRORS},
+    openapi_extra=body_of(contract.MessageIn),
+    summary="Post a chat message",
+)
+def post_message(request: HttpRequest, key: str = Path(..., pattern=KEY_PATTERN, max_length=128)) -> JsonResponse:
+    """Say something in the session's chat; the session is created on first use."""
+    message = services.post_agent_message(
+        request.auth, key, contract.validated(contract.MessageIn, read_json(request)).text
+    )
+    return JsonResponse(contract.message_json(message), status=201, json_dumps_params={"ensure_ascii": False})
+
+
+@api.get(
+    "/sessions/{key}/messages",
+    response={200: contract.MessagesOut, **ERRORS},
+    auth=None,
+    summary="Read or wait for the user's messages",
+    openapi_extra=BEARER,
+)
+async def get_messages(request: HttpRequest, key: str, after: int = 0, wait: float = 0) -> JsonResponse:
+    """The user's messages with an id above ``after``, oldest first. With
+    ``wait`` (0–55 s) the request holds until one arrives. Pass the returned
+    ``last_id`` as the next ``after``."""
+    authorization = request.headers.get("Authorization")
+    waiting = longpoll.wait_for_messages(
+        authorization, key, longpoll.parse_after(str(after)), longpoll.parse_wait(str(wait))
+    )
+    return long_poll_response(await longpoll.outcome(lambda: waiting))
 
 
 @api.post(
@@ -204,7 +244,7 @@ def cancel_prompt(request: HttpRequest, prompt_id: str) -> JsonResponse:
     return JsonResponse(prompt.result, json_dumps_params={"ensure_ascii": False})
 
 
-RunId = Path(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$", max_length=128)
+RunId = Path(..., pattern=KEY_PATTERN, max_length=128)
 
 
 @api.post("/runs/{run_id}/abort", response={200: contract.AbortedOut, **ERRORS}, summary="Abort a run")

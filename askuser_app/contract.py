@@ -11,6 +11,7 @@ from __future__ import annotations
 import unicodedata
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import regex
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
@@ -60,12 +61,30 @@ def _not_other(label: str) -> str:
     return label
 
 
-Line = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_single_line)]
-Text = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_multi_line)]
+def _callback_url(url: str) -> str:
+    if any(char.isspace() or unicodedata.category(char) == "Cc" for char in url):
+        raise invalid("must be a URL without spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        raise invalid("must be a valid http:// or https:// URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise invalid("must be an http:// or https:// URL with a host, e.g. https://agent.example.com/askuser")
+    if parts.username is not None or parts.password is not None:
+        raise invalid("must not carry credentials; check the Askuser-Signature header instead")
+    if parts.fragment:
+        raise invalid("must not have a #fragment")
+    return url
+
+
+Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_single_line)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_multi_line)]
 Key = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"),
 ]
+CallbackUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_callback_url)]
 QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
 Label = Annotated[Line, StringConstraints(max_length=64), AfterValidator(_not_other)]
 
@@ -132,6 +151,10 @@ class CreatePromptIn(AskUserInput):
     session: Key = Field(description="The chat session key, chosen by the agent (e.g. support-42).")
     run_id: Key | None = Field(default=None, description="The agent run asking; generated when omitted.")
     run_kind: Literal["main", "subagent"] = Field(default="main", description="Only main runs may ask.")
+    callback_url: CallbackUrl | None = Field(
+        default=None,
+        description="Where to POST the result when the prompt resolves, signed with the agent's webhook secret.",
+    )
 
 
 def truncate_header(header: str) -> str:
@@ -224,14 +247,19 @@ def _duplicates(values: list[str], path: str) -> list[dict[str, str]]:
     return errors
 
 
-def parse_create(data: Any) -> CreatePromptIn:
-    """Validate a create body or raise ContractError naming every broken rule."""
+def validated(model: type[Strict], data: Any) -> Any:
+    """``data`` as ``model`` or ContractError naming every broken rule."""
     if not isinstance(data, dict):
         raise ContractError([{"path": "body", "message": "must be a JSON object"}])
     try:
-        request = CreatePromptIn.model_validate(data)
+        return model.model_validate(data)
     except PydanticValidationError as exc:
         raise ContractError(describe_errors(exc.errors())) from None
+
+
+def parse_create(data: Any) -> CreatePromptIn:
+    """Validate a create body or raise ContractError naming every broken rule."""
+    request = validated(CreatePromptIn, data)
     errors = _duplicates([q.id for q in request.questions], "questions[{}].id")
     for qi, question in enumerate(request.questions):
         errors += _duplicates([o.label for o in question.options], f"questions[{qi}].options[{{}}].label")
@@ -318,6 +346,17 @@ def no_answer_result(
     }
 
 
+def message_json(message: Any) -> dict[str, Any]:
+    """A chat message as the agent API shows it."""
+    return {
+        "id": message.pk,
+        "author": message.author,
+        "text": message.text,
+        "created_at": iso(message.created_at),
+        "prompt": str(message.prompt_id) if message.prompt_id else None,
+    }
+
+
 # --- response documents (for the OpenAPI document; results are built above) ---
 
 
@@ -366,6 +405,23 @@ class AbortedOut(Document):
     status: Literal["aborted"]
     cancelled_prompt: str | None
     result: ResultOut | None
+
+
+class MessageIn(Strict):
+    text: str = Field(description="The message, at most 4000 characters.")
+
+
+class MessageOut(Document):
+    id: int
+    author: Literal["agent", "user", "system"]
+    text: str
+    created_at: str
+    prompt: str | None
+
+
+class MessagesOut(Document):
+    messages: list[MessageOut]
+    last_id: int
 
 
 class FieldErrorOut(Document):

@@ -6,12 +6,17 @@ small read helpers.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+
+def new_webhook_secret() -> str:
+    return "whsec_" + secrets.token_urlsafe(32)
 
 
 class Agent(models.Model):
@@ -27,6 +32,8 @@ class Agent(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Signs webhook deliveries, so unlike the token it is kept as it is.
+    webhook_secret = models.CharField(max_length=64, default=new_webhook_secret, editable=False)
 
     class Meta:
         ordering = ["name", "id"]
@@ -116,6 +123,7 @@ class Prompt(models.Model):
     result = models.JSONField(null=True, blank=True, editable=False)
     idempotency_key = models.CharField(max_length=255, blank=True)
     request_digest = models.CharField(max_length=64, blank=True, editable=False)
+    callback_url = models.URLField(max_length=2048, blank=True, help_text="Where the result is POSTed on resolution.")
 
     class Meta:
         ordering = ["-created_at"]
@@ -131,6 +139,8 @@ class Prompt(models.Model):
             ),
         ]
         indexes = [
+            # The rate limit's query: an agent's prompts of the last minute.
+            models.Index(fields=["agent", "created_at"], name="prompt_agent_created_idx"),
             # The expiry loop's query: the next pending deadline.
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="pending_deadline_idx"),
             # The admin's history, newest first (ties by id) and by date: the list's
@@ -229,3 +239,81 @@ class PromptEvent(models.Model):
         if self.pk is not None:
             raise ValueError("Prompt events are append-only.")
         super().save(*args, **kwargs)
+
+
+class Message(models.Model):
+    """A chat message in a session's timeline: from the agent, the user, or askuser itself."""
+
+    class Author(models.TextChoices):
+        AGENT = "agent"
+        USER = "user"
+        SYSTEM = "system"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    author = models.CharField(max_length=10, choices=Author.choices)
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    # The prompt a user's message replied to (answered or not), or a note is about.
+    prompt = models.ForeignKey(Prompt, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
+
+    class Meta:
+        ordering = ["session", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.author}: {self.text[:60]}"
+
+
+class WebhookDelivery(models.Model):
+    """A prompt's result on its way to the agent's callback_url, retried until it lands."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    prompt = models.OneToOneField(Prompt, on_delete=models.CASCADE, related_name="webhook")
+    url = models.URLField(max_length=2048)
+    # The exact bytes every attempt sends (and signs).
+    body = models.TextField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    created_at = models.DateTimeField(default=timezone.now)
+    attempt_count = models.PositiveSmallIntegerField(default=0)
+    # When the next attempt is due; a claimed attempt pushes it past its own timeout.
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [
+            # The delivery loop's query: the next due pending delivery.
+            models.Index(fields=["next_attempt_at"], condition=Q(status="pending"), name="webhook_due_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.url} · {self.status}"
+
+
+class WebhookAttempt(models.Model):
+    """One POST of a delivery: when, how long, and what came back."""
+
+    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveSmallIntegerField()
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The receiver's HTTP status.")
+    error = models.TextField(blank=True, help_text="Why it failed, when it did.")
+    response_excerpt = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["delivery", "number"]
+        constraints = [models.UniqueConstraint(fields=["delivery", "number"], name="webhook_attempt_number_unique")]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number}: {self.status_code or self.error[:40]}"
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300

@@ -20,7 +20,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 if TYPE_CHECKING:
-    from .models import Prompt
+    from .models import Message, Prompt
 
 log = logging.getLogger("askuser")
 
@@ -49,9 +49,22 @@ def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
     _announce([waiters, *_browser_messages(prompt, prompt.status)])
 
 
+def message_created(message: Message) -> None:
+    event = {
+        "type": "message.created",
+        "message_id": message.pk,
+        "session_id": message.session_id,
+        "author": message.author,
+    }
+    _announce([(session_group(message.session_id), event), (user_group(message.session.owner_id), event)])
+
+
 def _browser_messages(prompt: Prompt, status: str) -> list[tuple[str, dict[str, Any]]]:
     change = {"type": "prompt.changed", "prompt_id": str(prompt.pk), "session_id": prompt.session_id, "status": status}
     return [(session_group(prompt.session_id), change), (user_group(prompt.session.owner_id), change)]
+
+
+_sending: set[asyncio.Task[None]] = set()
 
 
 def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
@@ -61,7 +74,14 @@ def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
         for group, message in messages:
             await layer.group_send(group, {**message, "group": group})
 
-    async_to_sync(send_all)()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        async_to_sync(send_all)()
+    else:  # called on an event loop's thread: send without blocking it
+        task = loop.create_task(send_all())
+        _sending.add(task)
+        task.add_done_callback(_sending.discard)
 
 
 # --- the hub ---------------------------------------------------------------------

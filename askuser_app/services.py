@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import math
 import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
@@ -19,19 +20,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from . import contract, expiry, realtime
+from . import contract, expiry, realtime, textreply, webhooks
 from .agentauth import hash_token, new_token
-from .models import Agent, Answer, Option, Prompt, PromptEvent, Question, Run, Session
+from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session
 
 log = logging.getLogger("askuser")
 
 PENDING = Prompt.Status.PENDING
+RATE_WINDOW = timedelta(minutes=1)
 Reason = Prompt.Reason
 
 
@@ -62,6 +65,14 @@ class Conflict(DomainError):
 
 class InvalidAnswer(DomainError):
     status, code = 422, "invalid_answer"
+
+
+class RateLimited(DomainError):
+    status, code = 429, "rate_limited"
+
+
+class InvalidMessage(DomainError):
+    status, code = 422, "invalid_message"
 
 
 class AlreadyResolved(Conflict):
@@ -106,6 +117,7 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
             earlier = Prompt.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
             if earlier is not None:
                 return _replay(earlier, digest)
+        _check_rate(agent)
         session = _session_for(agent, request.session)
         run = _run_for(agent, session, request.run_id)
         _expire_overdue_in(session)
@@ -119,8 +131,26 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
     return Asked(prompt, created=True)
 
 
+def _check_rate(agent: Agent) -> None:
+    """At most ASKUSER_RATE_LIMIT prompts per agent in any minute (a sliding window)."""
+    limit = settings.ASKUSER_RATE_LIMIT
+    if not limit:
+        return
+    now = timezone.now()
+    recent = Prompt.objects.filter(agent=agent, created_at__gt=now - RATE_WINDOW).order_by("-created_at")
+    oldest_counted = recent.values_list("created_at", flat=True)[limit - 1 : limit].first()
+    if oldest_counted is not None:
+        retry_after = max(1, math.ceil((oldest_counted + RATE_WINDOW - now).total_seconds()))
+        raise RateLimited(
+            f"This agent asked {limit} times in the last minute; try again in {retry_after} s.",
+            retry_after=retry_after,
+        )
+
+
 def request_digest(request: contract.CreatePromptIn) -> str:
-    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+    # Without a callback_url the digest stays what it was before webhooks existed.
+    unset = {"callback_url"} if request.callback_url is None else None
+    return hashlib.sha256(request.model_dump_json(exclude=unset).encode()).hexdigest()
 
 
 def _replay(earlier: Prompt, digest: str) -> Asked:
@@ -179,6 +209,7 @@ def _insert_prompt(
         warnings=request.warnings(),
         idempotency_key=idempotency_key or "",
         request_digest=digest,
+        callback_url=request.callback_url or "",
     )
     try:
         with transaction.atomic():
@@ -241,8 +272,17 @@ class QuestionAnswer:
 AnswerInput = Mapping[str, Sequence[str] | str | None]
 
 
-def answer(prompt: Prompt, answers: AnswerInput, *, by: AbstractBaseUser | None, surface: str = "api") -> Prompt:
-    """Record the human's answers; a prompt with every question skipped is skipped."""
+def answer(
+    prompt: Prompt,
+    answers: AnswerInput,
+    *,
+    by: AbstractBaseUser | None,
+    surface: str = "api",
+    detail: dict[str, Any] | None = None,
+) -> Prompt:
+    """Record the human's answers; a prompt with every question skipped is skipped.
+
+    ``detail`` goes into the event trail (a text reply keeps how it was read)."""
     if not prompt.is_pending:
         raise AlreadyResolved(prompt)
     questions = list(prompt.questions.prefetch_related("options"))
@@ -276,6 +316,7 @@ def answer(prompt: Prompt, answers: AnswerInput, *, by: AbstractBaseUser | None,
         resolved_at=resolved_at,
         result=result,
         answers=rows,
+        detail=detail,
     )
 
 
@@ -436,6 +477,7 @@ def _transition(
     actor: str = "",
     answers: list[Answer] | None = None,
     overdue: bool = False,
+    detail: dict[str, Any] | None = None,
 ) -> Prompt:
     """The one compare-and-set out of pending; raises AlreadyResolved for the loser."""
     now = timezone.now()
@@ -447,10 +489,10 @@ def _transition(
         )
         if won:
             Answer.objects.bulk_create(answers or [])
-            _record(
-                prompt, event, actor or _username(by) or "unknown", surface, deadline=contract.iso(prompt.expires_at)
-            )
+            actor = actor or _username(by) or "unknown"
+            _record(prompt, event, actor, surface, deadline=contract.iso(prompt.expires_at), **(detail or {}))
             transaction.on_commit(lambda: realtime.prompt_resolved(prompt, result), robust=True)
+            webhooks.prompt_resolved(prompt, result)
     if not won:
         raise AlreadyResolved(_current(prompt))
     prompt.status, prompt.reason, prompt.resolved_at = status, reason, resolved_at
@@ -475,6 +517,95 @@ def _record(prompt: Prompt, kind: str, actor: str, surface: str, **detail: Any) 
 
 def _username(user: AbstractBaseUser | None) -> str | None:
     return user.get_username() if user is not None else None
+
+
+# --- chat messages -------------------------------------------------------------
+
+MAX_MESSAGE = 4000
+
+
+def post_agent_message(agent: Agent, key: str, text: Any) -> Message:
+    """The agent says something in the session's chat; the session is made on first use."""
+    text = _message_text(text)
+    with transaction.atomic():
+        session = _session_for(agent, key)
+        message = Message.objects.create(session=session, author=Message.Author.AGENT, text=text, agent=agent)
+        transaction.on_commit(lambda: realtime.message_created(message), robust=True)
+    return message
+
+
+@dataclass(frozen=True)
+class Posted:
+    message: Message
+    answered: Prompt | None = None
+    note: Message | None = None  # what askuser told the user about the reply
+
+
+def post_user_message(session: Session, user: AbstractBaseUser, text: Any) -> Posted:
+    """A message typed into the composer; while a prompt is pending, it is read as the reply."""
+    text = _message_text(text)
+    pending = session.prompts.filter(status=PENDING).first()
+    if pending is not None and pending.is_overdue():
+        _current(pending)  # expires it: a late reply is a plain message
+        pending = None
+    with transaction.atomic():
+        message = Message.objects.create(
+            session=session, author=Message.Author.USER, text=text, user=user, prompt=pending
+        )
+        transaction.on_commit(lambda: realtime.message_created(message), robust=True)
+    if pending is None:
+        return Posted(message)
+    return _read_as_reply(session, user, message, pending)
+
+
+def _read_as_reply(session: Session, user: AbstractBaseUser, message: Message, prompt: Prompt) -> Posted:
+    questions = [textreply.TextQuestion.of(q) for q in prompt.questions.prefetch_related("options")]
+    reading = textreply.read_reply(questions, message.text)
+    if not reading.complete:
+        return Posted(message, note=_note(session, prompt, textreply.what_is_missing(questions, reading)))
+    detail = {"reply": message.text, "read_as": textreply.how_it_was_read(questions, reading)}
+    try:
+        answered = answer(prompt, reading.answers, by=user, surface="text", detail=detail)
+    except AlreadyResolved as lost:
+        return Posted(message, note=_note(session, prompt, f"{lost.message} Your message stays in the chat."))
+    except InvalidAnswer as refused:
+        return Posted(message, note=_note(session, prompt, refused.message))
+    return Posted(message, answered=answered)
+
+
+def _note(session: Session, prompt: Prompt, text: str) -> Message:
+    with transaction.atomic():
+        note = Message.objects.create(session=session, author=Message.Author.SYSTEM, text=text, prompt=prompt)
+        transaction.on_commit(lambda: realtime.message_created(note), robust=True)
+    return note
+
+
+def _message_text(text: Any) -> str:
+    problem = None
+    if not isinstance(text, str):
+        problem = "must be a string"
+    elif not text.strip():
+        problem = "must not be blank"
+    elif len(text.strip()) > MAX_MESSAGE:
+        problem = f"must be at most {MAX_MESSAGE} characters (got {len(text.strip())})"
+    elif any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\n\t" for c in text.strip()):
+        problem = "must not contain control characters"
+    if problem:
+        raise InvalidMessage(f"text: {problem}.", errors=[{"path": "text", "message": problem}])
+    return text.strip()
+
+
+def messages_after(session_id: int, after: int) -> list[Message]:
+    """The user's messages after the given id, oldest first: what an agent reads."""
+    messages = Message.objects.filter(session_id=session_id, id__gt=after, author=Message.Author.USER)
+    return list(messages.order_by("id")[:200])
+
+
+def session_for_owner(owner_id: int, key: str) -> Session:
+    session = Session.objects.filter(owner_id=owner_id, key=key).first()
+    if session is None:
+        raise NotFound(f"No session {key}: a session starts when its agent first asks or posts a message.")
+    return session
 
 
 # --- reading -------------------------------------------------------------------

@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "askuser_app.middleware.SecurityHeadersMiddleware",
 ]
 
 ROOT_URLCONF = "controlui.urls"
@@ -165,12 +166,43 @@ STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# --- security ---------------------------------------------------------------
+# Cookies are HttpOnly and SameSite=Lax everywhere; behind TLS (ASKUSER_HTTPS=1)
+# they are Secure too, plain HTTP is redirected and HSTS is sent. The CSRF
+# token reaches htmx through the page, so its cookie need not be readable.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if env_bool("ASKUSER_HTTPS"):
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("ASKUSER_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = env_bool("ASKUSER_HSTS_PRELOAD", True)
+
+# Prompts an agent may create per minute (0: no limit); 429 with Retry-After beyond.
+ASKUSER_RATE_LIMIT = env_int("ASKUSER_RATE_LIMIT", 120)
+# Any request body larger than this is refused with 413 before it is read.
+ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
+# Webhooks: attempts per delivery, the first retry's delay (doubling after), seconds per attempt.
+ASKUSER_WEBHOOK_ATTEMPTS = env_int("ASKUSER_WEBHOOK_ATTEMPTS", 10)
+ASKUSER_WEBHOOK_RETRY_BASE = float(env_str("ASKUSER_WEBHOOK_RETRY_BASE") or 5)
+ASKUSER_WEBHOOK_TIMEOUT = float(env_str("ASKUSER_WEBHOOK_TIMEOUT") or 10)
+# Seconds between MCP progress notifications while ask_user waits.
+ASKUSER_MCP_PROGRESS_EVERY = float(env_str("ASKUSER_MCP_PROGRESS_EVERY") or 10)
+
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
-DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = ASKUSER_MAX_BODY
 
 LOGGING = {
     "version": 1,

@@ -6,6 +6,7 @@ import copy
 import functools
 import json
 import os
+import shutil
 from typing import Any
 
 import httpx
@@ -28,6 +29,10 @@ SCALED_REASON = (
 
 if os.environ.get("ASKUSER_REQUIRE_SCALED") and not SCALED:
     raise pytest.UsageError(f"ASKUSER_REQUIRE_SCALED is set, but the scaled tier {SCALED_REASON}")
+if os.environ.get("ASKUSER_REQUIRE_BROWSER") and not shutil.which("chromium"):
+    raise pytest.UsageError(
+        "ASKUSER_REQUIRE_BROWSER is set, but chromium is not installed (apt-get install -y chromium)"
+    )
 
 
 QUESTION = {
@@ -126,7 +131,7 @@ class AgentClient:
     def get(self, path: str, headers=None):
         """Prompt reads go through the ASGI app, as in production; the rest through Django."""
         url = f"/api/v1{path}"
-        if longpoll.PROMPT_PATH.match(url.split("?")[0]):
+        if longpoll.route(url.split("?")[0]):
             return async_to_sync(asgi_get)(url, self.headers(headers))
         return self.client.get(url, headers=self.headers(headers))
 

@@ -245,3 +245,10 @@ def test_the_docs_page_is_served(client):
 
     assert response.status_code == 200
     assert b"openapi.json" in response.content
+
+
+def test_an_unknown_api_path_is_a_json_404(api):
+    response = api.get("/no-such-thing")
+
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"

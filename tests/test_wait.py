@@ -12,6 +12,7 @@ from django.utils import timezone
 from askuser_app import longpoll, realtime, services
 from askuser_app.asyncdb import database_call
 from askuser_app.models import Prompt
+from controlui.asgi import application
 
 from .conftest import asgi_get
 
@@ -139,9 +140,8 @@ async def test_a_client_that_hangs_up_stops_waiting(asked, token):
         "path": f"/api/v1/prompts/{asked.pk}",
         "query_string": b"wait=30",
         "headers": [(b"authorization", f"Bearer {token}".encode())],
-        "url_route": {"args": (), "kwargs": {"prompt_id": str(asked.pk)}},
     }
-    serving = asyncio.ensure_future(longpoll.app(scope, receive, send))
+    serving = asyncio.ensure_future(application(scope, receive, send))
     await until(parked(asked))
 
     hung_up.set()

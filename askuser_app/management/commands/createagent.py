@@ -25,3 +25,4 @@ class Command(BaseCommand):
             self.stdout.write(token)
             return
         self.stdout.write(f"Agent {agent.name!r} for {owner} created. Its token (shown only now):\n\n    {token}\n")
+        self.stdout.write(f"Its webhook signing secret (for callback_url deliveries):\n\n    {agent.webhook_secret}\n")

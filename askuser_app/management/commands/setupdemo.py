@@ -17,6 +17,11 @@ from askuser_app.models import Agent, Prompt, PromptEvent, Run, Session
 DEMO_USER = "demo"
 DEMO_PASSWORD = "demo"
 DEMO_AGENT = "demo"
+DEMO_SESSION = "demo"
+WELCOME = (
+    "Hi! I'm the demo agent. When I need a decision from you, my question appears right here, "
+    "above the message box. Try the README's curl example to see it."
+)
 
 
 class Command(BaseCommand):
@@ -28,12 +33,14 @@ class Command(BaseCommand):
     def handle(self, url: str, **options) -> None:
         user = self.demo_user()
         token = self.demo_token(user)
+        self.welcome(user)
         seeded = seed_history(user, Agent.objects.get(token_hash=hash_token(token)))
         self.stdout.write(
             f"\naskuser is starting on {url}/\n"
             f"  Log in as:         {DEMO_USER} / {DEMO_PASSWORD}   (staff: {url}/admin/)\n"
             f"  Demo agent token:  {token}\n"
             f"                     (also in {self.token_path()}; export ASKUSER_TOKEN=$(cat {self.token_path()}))\n"
+            f"  Demo agent:        .venv/bin/python manage.py demo_agent   (in a second terminal)\n"
             f"  Question history:  {url}/admin/askuser_app/prompt/"
             f"{f'   ({seeded} demo prompts from the last days added)' if seeded else ''}\n"
         )
@@ -47,6 +54,13 @@ class Command(BaseCommand):
             user.set_password(DEMO_PASSWORD)
             user.save(update_fields=["password"])
         return user
+
+    def welcome(self, user) -> None:
+        """A first message in the demo session, so there is a page to open."""
+        if Session.objects.filter(owner=user, key=DEMO_SESSION).exists():
+            return
+        agent = Agent.objects.filter(owner=user, name=DEMO_AGENT, revoked_at=None).first()
+        services.post_agent_message(agent, DEMO_SESSION, WELCOME)
 
     def token_path(self):
         return settings.DATA_DIR / "demo-agent-token"

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('askuser_app', '0001_initial'),
+        ('askuser_app', '0004_rate_limit_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,77 @@
+"""Live updates for open pages: the consumer joins the user's own groups and
+pushes the same partials the views render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from . import ui
+from .models import Session
+from .realtime import session_group, user_group
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+class LiveConsumer(AsyncWebsocketConsumer):
+    """``/ws/sessions/`` follows the sessions list; ``/ws/sessions/<key>/`` one session."""
+
+    group: str | None = None
+
+    async def connect(self) -> None:
+        user = self.scope["user"]
+        if not user.is_authenticated:
+            return await self.close(code=CLOSE_UNAUTHENTICATED)
+        key = self.scope["url_route"]["kwargs"].get("key")
+        self.session = await self.own_session(user, key) if key is not None else None
+        if key is not None and self.session is None:
+            return await self.close(code=CLOSE_NOT_FOUND)
+        self.group = session_group(self.session.pk) if self.session else user_group(user.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        # Joined first, then the current state: nothing that happened since
+        # the page was rendered is missed.
+        await self.send(text_data=await self.render(self.render_state))
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Browsers only listen; answers go through the HTTP forms."""
+
+    async def prompt_changed(self, event: dict[str, Any]) -> None:
+        if self.session is None:
+            return await self.send(text_data=await self.render(self.render_sessions))
+        await self.send(
+            text_data=await self.render(ui.render_prompt_change, self.session, event["prompt_id"], self.cookies)
+        )
+
+    async def message_created(self, event: dict[str, Any]) -> None:
+        if self.session is None:
+            return await self.send(text_data=await self.render(self.render_sessions))
+        await self.send(text_data=await self.render(ui.render_message, event["message_id"]))
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        return self.scope.get("cookies", {})
+
+    def render_state(self) -> str:
+        if self.session is None:
+            return self.render_sessions()
+        return ui.render_panel(self.session, self.cookies, oob=True) + ui.render_timeline(self.session, oob=True)
+
+    def render_sessions(self) -> str:
+        return ui.render_sessions(self.scope["user"], oob=True)
+
+    @staticmethod
+    async def render(function: Any, *args: Any) -> str:
+        return await database_sync_to_async(function)(*args)
+
+    @staticmethod
+    @database_sync_to_async
+    def own_session(user: Any, key: str) -> Session | None:
+        return Session.objects.filter(owner=user, key=key).first()

@@ -1,0 +1,50 @@
+"""``manage.py mcp_stdio --token …``: the ask_user MCP tool on stdin/stdout.
+
+For agent runtimes that launch their tools as processes. It talks to an askuser
+server over HTTP (``--url``), so it needs no database of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from askuser_app.mcp_server import DEFAULT_SESSION, serve_stdio
+
+
+class Command(BaseCommand):
+    help = "Serve the ask_user MCP tool over stdio, asking through the askuser server at --url."
+    requires_system_checks: list[str] = []  # a tool process starts quietly: stdout is the protocol
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--token", default=os.environ.get("ASKUSER_TOKEN"), help="Agent token ($ASKUSER_TOKEN).")
+        parser.add_argument(
+            "--url",
+            default=os.environ.get("ASKUSER_URL", "http://127.0.0.1:8000"),
+            help="The askuser server ($ASKUSER_URL, default http://127.0.0.1:8000).",
+        )
+        parser.add_argument(
+            "--session",
+            default=os.environ.get("ASKUSER_SESSION", DEFAULT_SESSION),
+            help=f"Session key the questions go to ($ASKUSER_SESSION, default {DEFAULT_SESSION!r}).",
+        )
+        parser.add_argument("--run-id", default=None, help="Run id to ask as (default: a new run per call).")
+        parser.add_argument("--wait", type=float, default=25, help="Seconds each long-poll holds (at most 55).")
+        parser.add_argument(
+            "--progress-every",
+            type=float,
+            default=settings.ASKUSER_MCP_PROGRESS_EVERY,
+            help="Seconds between progress notifications while waiting.",
+        )
+
+    def handle(self, token: str | None, url: str, session: str, run_id: str | None, **options) -> None:
+        if not token:
+            raise CommandError("Give the agent token: --token … or ASKUSER_TOKEN (manage.py createagent prints one).")
+        # stdout carries the protocol; everything else goes to stderr.
+        serving = serve_stdio(
+            url, token, session=session, run_id=run_id, wait=options["wait"], progress_every=options["progress_every"]
+        )
+        asyncio.run(serving)

@@ -1,0 +1,220 @@
+"""ask_user as an MCP tool (the official ``mcp`` SDK), over stdio and streamable HTTP.
+
+There is one tool implementation, ``build_server``: it checks that the
+arguments are the tool's own, asks through ``AsyncAskUserClient`` and sends
+progress notifications while the human thinks. Only where that client points
+differs between the transports:
+
+- stdio (``manage.py mcp_stdio``): at an askuser server's URL, with the agent
+  token given on the command line;
+- streamable HTTP (``/mcp``, mounted in the ASGI app in front of Django): at
+  this very application, in process (httpx's ASGI transport), with the token of
+  the MCP request. No loopback socket, and the same API code path as any agent.
+
+Cancelling the tool call cancels the prompt: the client does that whenever its
+``ask`` is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import weakref
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+import mcp_types as types
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from . import agentauth, contract
+from .asyncdb import database_call
+from .client import DEFAULT_WAIT, TOOL_FIELDS, AskUserError, AsyncAskUserClient, ValidationError
+from .longpoll import respond
+
+log = logging.getLogger("askuser")
+
+DEFAULT_SESSION = "mcp"
+MCP_PATHS = ("/mcp", "/mcp/")
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who asks, and in which session, for one tool call."""
+
+    client: AsyncAskUserClient
+    session: str
+    run_id: str | None = None
+
+
+AskerFor = Callable[[ServerRequestContext[Any, Any]], AbstractAsyncContextManager[Asker]]
+
+
+def tool() -> types.Tool:
+    """The tool exactly as ``GET /api/v1/tool`` defines it."""
+    definition = contract.tool_definition()
+    return types.Tool(
+        name=definition["name"], description=definition["description"], input_schema=definition["input_schema"]
+    )
+
+
+def build_server(asker_for: AskerFor, *, progress_every: float | None = None) -> Server[Any]:
+    every = progress_every if progress_every is not None else settings.ASKUSER_MCP_PROGRESS_EVERY
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool()])
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+        if params.name != contract.TOOL_NAME:
+            return failure(f"There is no tool {params.name!r} here; the only tool is {contract.TOOL_NAME}.")
+        arguments = params.arguments or {}
+        unknown = sorted(set(arguments) - TOOL_FIELDS)
+        if unknown:
+            return failure(f"{unknown[0]}: is not a known field; ask_user takes only questions and timeoutSeconds.")
+        async with asker_for(ctx) as asker:
+            asking = asker.client.ask(arguments, session=asker.session, run_id=asker.run_id)
+            try:
+                result = await with_progress(ctx, asking, every)
+            except AskUserError as exc:
+                return failure(describe(exc))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+            structured_content=result,
+        )
+
+    return Server("askuser", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def with_progress(ctx: ServerRequestContext[Any, Any], asking: Any, every: float) -> dict[str, Any]:
+    """Await the answer, telling the MCP client every ``every`` seconds that it is still coming."""
+
+    async def tick() -> None:
+        for ticks in itertools.count(1):
+            await anyio.sleep(every)
+            waited = round(ticks * every, 3)
+            try:
+                await ctx.session.report_progress(waited, None, f"Waiting for the user's answer ({waited:g} s)")
+            except Exception:  # a client that went away hears nothing; the wait goes on
+                log.debug("Progress notification not sent", exc_info=True)
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        return await asking
+    finally:
+        ticker.cancel()
+
+
+def failure(message: str) -> types.CallToolResult:
+    """A tool error the model sees (and can correct), not a protocol error."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def describe(exc: AskUserError) -> str:
+    if isinstance(exc, ValidationError) and exc.errors:
+        lines = "\n".join(f"- {error['path']}: {error['message']}" for error in exc.errors)
+        return f"ask_user was not sent; fix these and call it again:\n{lines}"
+    return f"ask_user failed: {exc.body.get('detail') or exc.message}"
+
+
+# --- stdio ---------------------------------------------------------------------------------
+
+
+async def serve_stdio(
+    url: str,
+    token: str,
+    *,
+    session: str,
+    run_id: str | None = None,
+    wait: float = DEFAULT_WAIT,
+    progress_every: float | None = None,
+) -> None:
+    """Serve the tool on stdin/stdout, asking through the askuser server at ``url``."""
+    async with AsyncAskUserClient(url, token, wait=wait) as client:
+        asker = Asker(client, session, run_id)
+        server = build_server(lambda ctx: contextlib.nullcontext(asker), progress_every=progress_every)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+# --- streamable HTTP at /mcp ---------------------------------------------------------------
+
+
+class HttpEndpoint:
+    """``/mcp`` for agents with a token; tool calls go to ``api_app`` in process.
+
+    The SDK's session manager needs a running task group. Daphne does not
+    speak the lifespan protocol, so it is started on the first request, once
+    per event loop.
+    """
+
+    def __init__(self, api_app: Any) -> None:
+        self.api_app = api_app
+        self.server = build_server(self.asker_for)
+        self.managers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Running] = weakref.WeakKeyDictionary()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
+        domain, _ = split_domain_port(headers.get("host", ""))
+        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+            return await respond(send, 400, contract.error_body("bad_host", "This host name is not served here."))
+        try:
+            agent = await database_call(agentauth.agent_for)(headers.get("authorization"))
+        except agentauth.Unauthorized as exc:
+            body = contract.error_body("unauthorized", str(exc))
+            return await respond(send, 401, body, [(b"www-authenticate", b"Bearer")])
+        # The SDK binds each MCP session to the credential that opened it.
+        bearer = agentauth.bearer_token(headers.get("authorization"))
+        token = AccessToken(token=bearer, client_id=f"agent-{agent.pk}", scopes=[])
+        manager = await self.manager()
+        await manager.handle_request({**scope, "user": AuthenticatedUser(token)}, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def asker_for(self, ctx: ServerRequestContext[Any, Any]) -> AsyncIterator[Asker]:
+        request = ctx.request
+        token = agentauth.bearer_token(request.headers.get("authorization"))
+        base_url = f"http://{request.headers.get('host', 'localhost')}"
+        transport = httpx.ASGITransport(app=self.api_app)
+        async with AsyncAskUserClient(base_url, token, transport=transport) as client:
+            query = request.query_params
+            yield Asker(client, query.get("session") or DEFAULT_SESSION, query.get("run_id") or None)
+
+    async def manager(self) -> StreamableHTTPSessionManager:
+        loop = asyncio.get_running_loop()
+        running = self.managers.get(loop)
+        if running is None or running.task.done():
+            running = self.managers[loop] = Running.start(self.server)
+        await running.ready.wait()
+        return running.manager
+
+
+@dataclass
+class Running:
+    manager: StreamableHTTPSessionManager
+    ready: asyncio.Event
+    task: asyncio.Task[None]
+
+    @classmethod
+    def start(cls, server: Server[Any]) -> Running:
+        # Sessions of clients that went away are dropped after an hour idle.
+        manager = StreamableHTTPSessionManager(app=server, session_idle_timeout=3600)
+        ready = asyncio.Event()
+        return cls(manager, ready, asyncio.get_running_loop().create_task(cls.serve(manager, ready)))
+
+    @staticmethod
+    async def serve(manager: StreamableHTTPSessionManager, ready: asyncio.Event) -> None:
+        async with manager.run():
+            ready.set()
+            await asyncio.Event().wait()  # for the life of the process

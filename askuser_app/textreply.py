@@ -1,0 +1,218 @@
+"""Prompts as plain text, and plain-text replies read back into answers (SPEC 4.2).
+
+Used by the composer of the Control UI and by any surface that only has text.
+The rules, in order:
+
+- one question: the whole reply answers it. A number (1-based) or an exact
+  label (case-insensitive, Unicode-folded) picks that option; anything else is
+  the free-text answer. For multi-select, the whole reply is tried as one
+  label first (labels may hold commas), then split on commas, semicolons or
+  new lines and each part read as above.
+- several questions: lines ``key: value`` (or ``key = value``), where key is
+  the question's id, its header or its number; unkeyed lines answer the
+  remaining questions in order. A keyed line never also counts positionally.
+
+An exact label wins over a number, so options labelled "3" and "5" are read
+as labels. A numbered key needs a space after its colon, so "1:30" stays a
+time and never becomes "question 1: 30".
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+def fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold().strip()
+
+
+@dataclass(frozen=True)
+class TextQuestion:
+    """What reading a reply needs to know of a question."""
+
+    key: str
+    header: str
+    text: str
+    multi_select: bool
+    options: tuple[str, ...]
+    descriptions: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, question) -> TextQuestion:
+        options = list(question.options.all())
+        return cls(
+            key=question.key,
+            header=question.header,
+            text=question.text,
+            multi_select=question.multi_select,
+            options=tuple(o.label for o in options),
+            descriptions=tuple(o.description for o in options),
+        )
+
+
+@dataclass
+class Reading:
+    """What a reply said: values per question, and what it did not answer."""
+
+    answers: dict[str, list[str]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    extra_lines: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.extra_lines
+
+
+# --- reading ---------------------------------------------------------------------
+
+_KEYED = re.compile(r"^(?P<key>[^:=\n]{1,80}?)\s*(?P<sep>[:=])(?P<value>.*)$")
+_NUMBER = re.compile(r"^(\d+)[.)]?$")
+
+
+def read_reply(questions: Sequence[TextQuestion], reply: str) -> Reading:
+    reading = Reading()
+    lines = [line.strip() for line in re.split(r"\r\n|\r|\n", reply.strip()) if line.strip()]
+    if not lines:
+        reading.missing = [q.key for q in questions]
+        return reading
+    keyed, unkeyed = _split_keyed(questions, lines)
+    if len(questions) == 1 and not keyed:
+        keyed = {questions[0].key: "\n".join(lines)}
+        unkeyed = []
+    open_questions = [q for q in questions if q.key not in keyed]
+    for question, line in zip(open_questions, unkeyed, strict=False):
+        keyed[question.key] = line
+    reading.extra_lines = unkeyed[len(open_questions) :]
+    for question in questions:
+        values = read_value(question, keyed.get(question.key, ""))
+        if values:
+            reading.answers[question.key] = values
+        else:
+            reading.missing.append(question.key)
+    return reading
+
+
+def _split_keyed(questions: Sequence[TextQuestion], lines: list[str]) -> tuple[dict[str, str], list[str]]:
+    keyed: dict[str, str] = {}
+    unkeyed: list[str] = []
+    for line in lines:
+        question = _keyed_question(questions, line)
+        if question is None:
+            unkeyed.append(line)
+        else:
+            keyed[question.key] = _KEYED.match(line)["value"].strip()
+    return keyed, unkeyed
+
+
+def _keyed_question(questions: Sequence[TextQuestion], line: str) -> TextQuestion | None:
+    match = _KEYED.match(line)
+    if match is None:
+        return None
+    key, value = fold(match["key"]), match["value"]
+    number = _NUMBER.match(key)
+    if number:
+        # "1:30" is a time: a numbered key needs a space (or "=") before its answer.
+        if match["sep"] == ":" and value and not value[0].isspace():
+            return None
+        index = int(number[1]) - 1
+        return questions[index] if 0 <= index < len(questions) else None
+    for question in questions:
+        if key in (fold(question.key), fold(question.header)):
+            return question
+    return None
+
+
+def read_value(question: TextQuestion, value: str) -> list[str]:
+    """The option labels and/or free text one question's part of a reply names."""
+    value = value.strip()
+    if not value:
+        return []
+    whole = match_option(question, value)
+    if whole is not None:
+        return [whole]
+    if not question.multi_select:
+        return [value]
+    chosen, free = [], []
+    for part in filter(None, (p.strip() for p in re.split(r"[,;\n]", value))):
+        label = match_option(question, part)
+        if label is None:
+            free.append(part)
+        elif label not in chosen:
+            chosen.append(label)
+    return [label for label in question.options if label in chosen] + ([", ".join(free)] if free else [])
+
+
+def match_option(question: TextQuestion, text: str) -> str | None:
+    """The option a reply names by exact label or by number, if any."""
+    folded = fold(text)
+    for label in question.options:
+        if fold(label) == folded:
+            return label
+    number = _NUMBER.match(folded)
+    if number and 1 <= int(number[1]) <= len(question.options):
+        return question.options[int(number[1]) - 1]
+    return None
+
+
+# --- explaining ------------------------------------------------------------------
+
+
+def how_it_was_read(questions: Sequence[TextQuestion], reading: Reading) -> list[str]:
+    """One line per question saying what the reply was taken to mean."""
+    lines = []
+    for question in questions:
+        values = reading.answers.get(question.key, [])
+        shown = ", ".join(v if v in question.options else f"“{v}” (your own answer)" for v in values)
+        lines.append(f"{question.header}: {shown or 'nothing'}")
+    return lines
+
+
+def what_is_missing(questions: Sequence[TextQuestion], reading: Reading) -> str:
+    """A sentence telling the user why the reply could not be read."""
+    if reading.extra_lines and not reading.missing:
+        return (
+            f"Your reply has {len(reading.extra_lines)} more line(s) than there are questions; "
+            f"{reply_guidance(questions)}"
+        )
+    names = [f"{i}. {q.header}" for i, q in enumerate(questions, 1) if q.key in reading.missing]
+    return f"Your reply did not answer {', '.join(names)}. {reply_guidance(questions)}"
+
+
+def reply_guidance(questions: Sequence[TextQuestion]) -> str:
+    if len(questions) == 1:
+        choose = "numbers or labels, separated by commas" if questions[0].multi_select else "a number or a label"
+        return f"Reply with {choose}, or type your own answer."
+    first = questions[0]
+    return (
+        "Reply with one line per question, in order, or as “key: answer”, "
+        f"e.g. “1: 2” or “{first.key}: {first.options[0]}”."
+    )
+
+
+# --- rendering -------------------------------------------------------------------
+
+
+def render_prompt(questions: Sequence[TextQuestion]) -> str:
+    """The prompt as text: numbered options, the Other line, how to reply."""
+    blocks = []
+    several = len(questions) > 1
+    for number, question in enumerate(questions, 1):
+        indent = "   " if several else "  "
+        title = (
+            f"{number}. {question.header} ({question.key}): {question.text}"
+            if several
+            else f"{question.header}: {question.text}"
+        )
+        if question.multi_select:
+            title += " (choose one or more)"
+        lines = [title]
+        for index, label in enumerate(question.options, 1):
+            description = question.descriptions[index - 1] if index <= len(question.descriptions) else ""
+            lines.append(f"{indent}{index}. {label}" + (f" — {description}" if description else ""))
+        lines.append(f"{indent}Other: reply with your own answer")
+        blocks.append("\n".join(lines))
+    intro = [f"The agent asks {len(questions)} questions:"] if several else []
+    return "\n\n".join([*intro, *blocks, reply_guidance(questions)])

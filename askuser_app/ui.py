@@ -1,0 +1,249 @@
+"""What the Control UI shows, built once for the page, HTMX responses and pushes.
+
+Views and consumers call these functions and render the same partials with
+their results, so the first page load, an HTMX response and a WebSocket push
+of the same piece of UI cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import OuterRef, Q, Subquery
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from . import services
+from .models import Message, Prompt, Question, Session
+
+PANEL_COOKIE = "askuser_panel"
+TIMELINE_LENGTH = 200
+
+SURFACE_NAMES = {"web": "on the web", "text": "by text reply", "api": "through the API", "admin": "by staff"}
+
+
+# --- the timeline ------------------------------------------------------------------
+
+
+@dataclass
+class SummaryLine:
+    header: str
+    values: list[str] = field(default_factory=list)
+    free_text: str = ""
+    outcome: str = ""  # "Skipped", "Expired", "Cancelled" when there is no value
+
+
+@dataclass
+class Summary:
+    """A resolved prompt as the timeline keeps it: one line per question."""
+
+    prompt: Prompt
+    lines: list[SummaryLine]
+    caption: str
+    read_as: list[str]
+
+    @property
+    def dom_id(self) -> str:
+        return f"item-prompt-{self.prompt.pk}"
+
+    @property
+    def at(self) -> datetime:
+        return self.prompt.resolved_at
+
+
+@dataclass
+class Item:
+    """One entry of the timeline: a message or a summary."""
+
+    kind: str
+    at: datetime
+    dom_id: str
+    message: Message | None = None
+    summary: Summary | None = None
+
+
+def summarize(prompt: Prompt, questions: list[Question]) -> Summary:
+    result = prompt.result or {}
+    details = result.get("details") or {}
+    word = {"expired": "Expired", "cancelled": "Cancelled", "aborted": "Cancelled", "skipped": "Skipped"}
+    lines = []
+    for question in questions:
+        detail = details.get(question.key)
+        if detail is None or detail["skipped"]:
+            lines.append(SummaryLine(question.header, outcome=word.get(prompt.reason, "Skipped")))
+        else:
+            lines.append(SummaryLine(question.header, detail["options"], detail["free_text"] or ""))
+    return Summary(prompt, lines, caption(prompt), _read_as(prompt))
+
+
+def caption(prompt: Prompt) -> str:
+    who = f" by {prompt.resolved_by.get_username()}" if prompt.resolved_by_id else ""
+    when = timezone.localtime(prompt.resolved_at).strftime("%H:%M")
+    if prompt.status == Prompt.Status.ANSWERED:
+        where = SURFACE_NAMES.get(prompt.surface)
+        return f"Answered {where}{who} · {when}" if where else f"Answered elsewhere ({prompt.surface}){who} · {when}"
+    return {
+        Prompt.Reason.EXPIRED: f"Expired at {when}: no answer before the deadline",
+        Prompt.Reason.CANCELLED: f"Cancelled by {'staff' if prompt.surface == 'admin' else 'the agent'} · {when}",
+        Prompt.Reason.ABORTED: f"Cancelled: the agent's run was aborted · {when}",
+        Prompt.Reason.SKIPPED: f"Skipped{who} · {when}",
+    }.get(prompt.reason, "")
+
+
+def _read_as(prompt: Prompt) -> list[str]:
+    if prompt.surface != "text":
+        return []
+    event = next((e for e in prompt.events.all() if e.kind == "answered"), None)
+    return list(event.detail.get("read_as", [])) if event else []
+
+
+def summaries(prompts: list[Prompt]) -> list[Summary]:
+    return [summarize(p, list(p.questions.all())) for p in prompts]
+
+
+def resolved_prompts(session: Session, **filters: Any) -> list[Prompt]:
+    query = session.prompts.exclude(status=Prompt.Status.PENDING).filter(**filters)
+    query = query.select_related("resolved_by").prefetch_related("questions", "events")
+    return list(query.order_by("-resolved_at")[:TIMELINE_LENGTH])
+
+
+def timeline(session: Session) -> list[Item]:
+    """The session's latest messages and answer summaries, oldest first."""
+    messages = list(session.messages.order_by("-id")[:TIMELINE_LENGTH])
+    items = [message_item(m) for m in messages]
+    items += [summary_item(s) for s in summaries(resolved_prompts(session))]
+    items.sort(key=lambda item: item.at)
+    return items[-TIMELINE_LENGTH:]
+
+
+def message_item(message: Message) -> Item:
+    return Item("message", message.created_at, f"item-msg-{message.pk}", message=message)
+
+
+def summary_item(summary: Summary) -> Item:
+    return Item("summary", summary.at, summary.dom_id, summary=summary)
+
+
+# --- the panel -----------------------------------------------------------------------
+
+
+def pending_prompt(session: Session) -> Prompt | None:
+    """The session's pending prompt, with what the panel shows; overdue ones expire first."""
+    prompt = session.prompts.filter(status=Prompt.Status.PENDING).prefetch_related("questions__options").first()
+    if prompt is not None and prompt.is_overdue():
+        services.result_of(prompt)
+        return None
+    return prompt
+
+
+def panel_context(session: Session, cookies: dict[str, str], *, error: str = "") -> dict[str, Any]:
+    prompt = pending_prompt(session)
+    return {
+        "session": session,
+        "prompt": prompt,
+        "questions": list(prompt.questions.all()) if prompt else [],
+        "collapsed": cookies.get(PANEL_COOKIE) == "collapsed",
+        "error": error,
+        "now": timezone.now(),
+    }
+
+
+def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
+    """The panel's form fields as services.answer() takes them: chosen labels, then Other."""
+    answers = {}
+    for question in prompt.questions.prefetch_related("options"):
+        options = list(question.options.all())
+        values = []
+        for raw in form.getlist(f"q-{question.key}"):
+            if not raw.isdigit() or int(raw) >= len(options):
+                raise services.InvalidAnswer(f"{question.header}: {raw!r} is not one of its options.")
+            values.append(options[int(raw)].label)
+        other = form.get(f"q-{question.key}-other", "").strip()
+        answers[question.key] = [*values, other] if other else values
+    return answers
+
+
+# --- the sessions list -----------------------------------------------------------------
+
+
+@dataclass
+class SessionRow:
+    session: Session
+    pending: Prompt | None
+    last_activity: datetime
+
+    @property
+    def recent(self) -> bool:
+        return (timezone.now() - self.last_activity).total_seconds() < 60
+
+    @property
+    def headers(self) -> list[str]:
+        return [q.header for q in self.pending.questions.all()] if self.pending else []
+
+
+def session_rows(user: Any) -> list[SessionRow]:
+    """The user's sessions, those with a pending prompt first (soonest deadline first)."""
+    latest_message = Message.objects.filter(session=OuterRef("pk")).order_by("-id").values("created_at")[:1]
+    latest_prompt = Prompt.objects.filter(session=OuterRef("pk")).order_by("-created_at").values("created_at")[:1]
+    sessions = (
+        Session.objects.filter(owner=user)
+        .select_related("agent")
+        .annotate(last_message=Subquery(latest_message), last_prompt=Subquery(latest_prompt))
+    )
+    pending = {
+        p.session_id: p
+        for p in Prompt.objects.filter(Q(session__owner=user), status=Prompt.Status.PENDING).prefetch_related(
+            "questions"
+        )
+    }
+    rows = [
+        SessionRow(s, pending.get(s.pk), max(filter(None, (s.created_at, s.last_message, s.last_prompt))))
+        for s in sessions
+    ]
+    rows.sort(
+        key=lambda r: (
+            r.pending is None,
+            r.pending.expires_at.timestamp() if r.pending else -r.last_activity.timestamp(),
+        )
+    )
+    return rows
+
+
+# --- rendering -------------------------------------------------------------------------
+
+
+def render_panel(session: Session, cookies: dict[str, str], *, oob: bool = False, error: str = "") -> str:
+    context = {**panel_context(session, cookies, error=error), "oob": oob}
+    return render_to_string("askuser/partials/panel.html", context)
+
+
+def render_appended(items: list[Item]) -> str:
+    return render_to_string("askuser/partials/timeline_append.html", {"items": items}) if items else ""
+
+
+def render_timeline(session: Session, *, oob: bool = False) -> str:
+    return render_to_string("askuser/partials/timeline.html", {"items": timeline(session), "oob": oob})
+
+
+def render_sessions(user: Any, *, oob: bool = False) -> str:
+    return render_to_string(
+        "askuser/partials/sessions_list.html", {"rows": session_rows(user), "oob": oob, "now": timezone.now()}
+    )
+
+
+def render_notice(text: str, *, target: str = "notice") -> str:
+    """A short status line (or its removal), swapped into the element ``target``."""
+    return render_to_string("askuser/partials/notice.html", {"text": text, "target": target, "oob": True})
+
+
+def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, str]) -> str:
+    """What a tab needs when a prompt appears or resolves: the panel, and the summary."""
+    items = [summary_item(s) for s in summaries(resolved_prompts(session, pk=prompt_id))]
+    return render_panel(session, cookies, oob=True) + render_appended(items)
+
+
+def render_message(message_id: int) -> str:
+    message = Message.objects.filter(pk=message_id).first()
+    return render_appended([message_item(message)]) if message else ""

@@ -1,0 +1,13 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.sessions_list, name="sessions"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("s/<str:key>/", views.session_page, name="session"),
+    path("s/<str:key>/messages", views.post_message, name="post_message"),
+    path("s/<str:key>/prompts/<uuid:prompt_id>/answer", views.answer_prompt, name="answer_prompt"),
+]

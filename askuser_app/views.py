@@ -1,0 +1,87 @@
+"""The human's Control UI: sessions, the chat timeline, the docked panel, the composer.
+
+Each view serves the full page, or, for HTMX requests, the partials that
+changed; forms post without JavaScript too (then the view redirects back).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from . import services, ui
+from .models import Prompt, Session
+
+
+def own_session(request: HttpRequest, key: str) -> Session:
+    return get_object_or_404(Session.objects.select_related("agent"), owner=request.user, key=key)
+
+
+@login_required
+def sessions_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "askuser/sessions.html", {"rows": ui.session_rows(request.user)})
+
+
+@login_required
+def session_page(request: HttpRequest, key: str, *, error: str = "", status: int = 200) -> HttpResponse:
+    session = own_session(request, key)
+    context = {**ui.panel_context(session, request.COOKIES, error=error), "items": ui.timeline(session)}
+    return render(request, "askuser/session.html", context, status=status)
+
+
+@login_required
+@require_POST
+def answer_prompt(request: HttpRequest, key: str, prompt_id: str) -> HttpResponse:
+    """The panel's form: Submit answers every question at once; Skip all skips them."""
+    session = own_session(request, key)
+    prompt = get_object_or_404(Prompt, pk=prompt_id, session=session)
+    notice = error = ""
+    try:
+        if request.POST.get("action") == "skip_all":
+            services.skip_all(prompt, by=request.user, surface="web")
+        else:
+            services.answer(prompt, ui.answers_from_form(prompt, request.POST), by=request.user, surface="web")
+    except services.AlreadyResolved as lost:
+        notice = lost.message
+    except services.InvalidAnswer as refused:
+        error = refused.message
+    if not request.htmx:
+        if error:
+            return session_page(request, key, error=error, status=422)
+        if notice:
+            messages.info(request, notice)
+        return redirect("session", key=key)
+    if error:
+        return HttpResponse(ui.render_notice(error, target="panel-error"), status=422)
+    return HttpResponse(ui.render_prompt_change(session, prompt_id, request.COOKIES) + ui.render_notice(notice))
+
+
+@login_required
+@require_POST
+def post_message(request: HttpRequest, key: str) -> HttpResponse:
+    """The composer: a chat message, read as the reply while a prompt is pending."""
+    session = own_session(request, key)
+    try:
+        posted = services.post_user_message(session, request.user, request.POST.get("text", ""))
+    except services.InvalidMessage as refused:
+        if not request.htmx:
+            messages.error(request, refused.message)
+            return redirect("session", key=key)
+        return HttpResponse(ui.render_notice(refused.message, target="composer-error"), status=422)
+    if not request.htmx:
+        return redirect("session", key=key)
+    html = ui.render_appended([ui.message_item(m) for m in (posted.message, posted.note) if m is not None])
+    if posted.answered is not None:
+        html += ui.render_prompt_change(session, str(posted.answered.pk), request.COOKIES)
+    return HttpResponse(html + ui.render_notice("", target="composer-error"))
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404: JSON for the agent API, the Control UI's page for people."""
+    if request.path.startswith("/api/"):
+        body = {"error": "not_found", "detail": f"No API endpoint {request.path}; see /api/v1/docs."}
+        return JsonResponse(body, status=404)
+    return render(request, "404.html", status=404)

@@ -1,0 +1,334 @@
+// askuser Control UI: the stepper, keyboard, countdowns and live updates.
+// Everything works without this file as plain forms; this makes it pleasant.
+(function () {
+  "use strict";
+
+  document.documentElement.classList.add("js");
+
+  var PANEL_COOKIE = "askuser_panel";
+  var wide = window.matchMedia("(min-width: 641px)");
+
+  function panel() {
+    var element = document.getElementById("prompt-panel");
+    return element && !element.hidden ? element : null;
+  }
+
+  // --- countdowns ------------------------------------------------------------------
+
+  function remaining(seconds) {
+    if (seconds <= 0) return { text: "Expired", spoken: "Expired" };
+    var h = Math.floor(seconds / 3600), m = Math.floor((seconds % 3600) / 60), s = Math.floor(seconds % 60);
+    var text = h ? h + "h " + String(m).padStart(2, "0") + "m" : m + ":" + String(s).padStart(2, "0");
+    var spoken = h ? h + " hours " + m + " minutes" : m ? m + " minutes " + s + " seconds" : s + " seconds";
+    return { text: text + " left", spoken: "Time left: " + spoken };
+  }
+
+  function tick() {
+    document.querySelectorAll(".countdown[data-expires-at]").forEach(function (element) {
+      var seconds = (Date.parse(element.dataset.expiresAt) - Date.now()) / 1000;
+      var shown = remaining(seconds);
+      if (element.textContent !== shown.text) element.textContent = shown.text;
+      element.setAttribute("aria-label", shown.spoken);
+      element.classList.toggle("is-urgent", seconds > 0 && seconds < 60);
+      element.classList.toggle("is-over", seconds <= 0);
+      var owner = element.closest("#prompt-panel");
+      if (owner && seconds <= 0) owner.classList.add("is-expired");
+    });
+  }
+
+  // --- the stepper ------------------------------------------------------------------
+
+  function steps(element) {
+    return Array.prototype.slice.call(element.querySelectorAll(".step"));
+  }
+
+  function currentStep(element) {
+    return element.querySelector(".step.is-current") || steps(element)[0];
+  }
+
+  function showStep(element, number, focus) {
+    var all = steps(element);
+    number = Math.max(1, Math.min(number, all.length));
+    all.forEach(function (step, index) {
+      step.classList.toggle("is-current", index + 1 === number);
+    });
+    element.classList.toggle("is-first-step", number === 1);
+    element.classList.toggle("is-last-step", number === all.length);
+    var step = all[number - 1];
+    element.querySelector("[data-progress]").textContent = number + "/" + all.length;
+    element.querySelector("[data-bar-header]").textContent = step.dataset.header;
+    element.querySelector("[data-bar-question]").textContent = step.dataset.question;
+    updateNext(step);
+    if (focus) focusStep(step);
+  }
+
+  function focusStep(step) {
+    var target = step.querySelector(".options input:checked") || step.querySelector(".options input");
+    if (target) target.focus({ preventScroll: true });
+  }
+
+  function answered(step) {
+    return !!step.querySelector(".options input:checked") || step.querySelector(".other-input").value.trim() !== "";
+  }
+
+  function updateNext(step) {
+    var ready = answered(step);
+    var element = step.closest("#prompt-panel");
+    element.querySelectorAll('.panel-actions [data-action="next"], .panel-actions [data-action="submit"]').forEach(function (button) {
+      button.setAttribute("aria-disabled", ready || !wide.matches ? "false" : "true");
+    });
+  }
+
+  function clearStep(step) {
+    step.querySelectorAll(".options input").forEach(function (input) {
+      input.checked = false;
+    });
+    step.querySelector(".other-input").value = "";
+    syncChecked(step);
+  }
+
+  function syncChecked(step) {
+    step.querySelectorAll(".options input").forEach(function (input) {
+      input.setAttribute("aria-checked", input.checked ? "true" : "false");
+    });
+    updateNext(step);
+  }
+
+  function advance(element) {
+    var step = currentStep(element);
+    var number = Number(step.dataset.step);
+    if (!wide.matches) return;
+    if (number < steps(element).length) {
+      showStep(element, number + 1, true);
+    } else {
+      submit(element, "answer");
+    }
+  }
+
+  function submit(element, action) {
+    var button = element.querySelector('button[name="action"][value="' + action + '"]');
+    var form = element.querySelector("form");
+    if (form.requestSubmit) form.requestSubmit(button);
+    else button.click();
+  }
+
+  // --- collapse and expand -------------------------------------------------------------
+
+  function setCollapsed(element, collapsed, focus) {
+    element.classList.toggle("is-collapsed", collapsed);
+    var bar = element.querySelector(".panel-bar");
+    bar.setAttribute("aria-expanded", collapsed ? "false" : "true");
+    element.querySelector("[data-toggle-label]").textContent = collapsed ? "Show the question" : "Hide the question";
+    document.cookie = PANEL_COOKIE + "=" + (collapsed ? "collapsed" : "expanded") + "; path=/; max-age=31536000; samesite=lax";
+    if (collapsed && focus) {
+      var composer = document.getElementById("composer-text");
+      if (composer && wide.matches) composer.focus();
+    } else if (!collapsed && focus) {
+      focusStep(currentStep(element));
+    }
+  }
+
+  // --- keyboard ---------------------------------------------------------------------------
+
+  function typing(target) {
+    return target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text"));
+  }
+
+  function onKey(event) {
+    var element = panel();
+    if (!element || event.altKey || event.ctrlKey || event.metaKey) return;
+    var inPanel = element.contains(event.target);
+    if (event.key === "Escape" && !element.classList.contains("is-collapsed") && (inPanel || !typing(event.target))) {
+      event.preventDefault();
+      setCollapsed(element, true, true);
+      return;
+    }
+    if (element.classList.contains("is-collapsed")) return;
+    var step = currentStep(element);
+    var inputs = Array.prototype.slice.call(step.querySelectorAll(".options input"));
+    if (/^[1-9]$/.test(event.key) && !typing(event.target) && (inPanel || !typing(document.activeElement))) {
+      var number = Number(event.key);
+      if (number <= inputs.length) {
+        event.preventDefault();
+        choose(element, step, inputs[number - 1], true);
+      } else if (number === inputs.length + 1) {
+        event.preventDefault();
+        step.querySelector(".other-input").focus();
+      }
+      return;
+    }
+    if (!inPanel) return;
+    if ((event.key === "ArrowDown" || event.key === "ArrowUp") && event.target.type === "checkbox") {
+      event.preventDefault();
+      var index = inputs.indexOf(event.target) + (event.key === "ArrowDown" ? 1 : -1);
+      inputs[(index + inputs.length) % inputs.length].focus();
+      return;
+    }
+    if (event.key === "Enter" && event.target.tagName !== "BUTTON" && event.target.tagName !== "TEXTAREA") {
+      event.preventDefault();
+      if (answered(step)) advance(element);
+      else if (!wide.matches) submit(element, "answer");
+    }
+  }
+
+  function choose(element, step, input, byKey) {
+    if (input.type === "radio") {
+      input.checked = true;
+      step.querySelector(".other-input").value = "";
+    } else {
+      input.checked = !input.checked;
+    }
+    input.focus({ preventScroll: true });
+    syncChecked(step);
+    if (input.type === "radio" && byKey) advanceSoon(element, step);
+  }
+
+  function advanceSoon(element, step) {
+    // A single-select choice moves on by itself, after a beat to see it.
+    if (!wide.matches || Number(step.dataset.step) === steps(element).length) return;
+    window.setTimeout(function () {
+      if (currentStep(element) === step && answered(step)) advance(element);
+    }, 180);
+  }
+
+  // --- wiring a panel ------------------------------------------------------------------------
+
+  function initPanel(element, isNew) {
+    if (element.dataset.ready) return;
+    element.dataset.ready = "1";
+    showStep(element, 1, false);
+    element.addEventListener("click", function (event) {
+      var action = event.target.closest("[data-action]");
+      if (!action) return;
+      var step = currentStep(element);
+      var name = action.dataset.action;
+      if (name === "toggle") setCollapsed(element, !element.classList.contains("is-collapsed"), true);
+      if (name === "back") showStep(element, Number(step.dataset.step) - 1, true);
+      if (name === "skip") {
+        clearStep(step);
+        if (Number(step.dataset.step) < steps(element).length) showStep(element, Number(step.dataset.step) + 1, true);
+        else submit(element, "answer");
+      }
+      if ((name === "next" || name === "submit") && action.getAttribute("aria-disabled") === "true") {
+        event.preventDefault();
+        step.querySelector(".hint").classList.add("is-nudged");
+        return;
+      }
+      if (name === "next") advance(element);
+    });
+    var pointed = false; // a choice made with the pointer (not the arrow keys) may advance
+    element.addEventListener("pointerdown", function (event) {
+      pointed = !!event.target.closest(".option");
+    });
+    element.addEventListener("change", function (event) {
+      var step = event.target.closest(".step");
+      if (!step) return;
+      if (event.target.type === "radio") {
+        step.querySelector(".other-input").value = "";
+        if (pointed) advanceSoon(element, step);
+      }
+      pointed = false;
+      syncChecked(step);
+    });
+    element.addEventListener("input", function (event) {
+      if (!event.target.classList.contains("other-input")) return;
+      var step = event.target.closest(".step");
+      if (event.target.value.trim() && step.querySelector('.options input[type="radio"]')) {
+        // Typing your own answer replaces a single-select choice.
+        step.querySelectorAll(".options input").forEach(function (input) {
+          input.checked = false;
+        });
+      }
+      syncChecked(step);
+    });
+    tick();
+    if (isNew && !element.classList.contains("is-collapsed") && !typing(document.activeElement)) {
+      focusStep(currentStep(element));
+    }
+  }
+
+  // --- the composer -----------------------------------------------------------------------------
+
+  function initComposer(form) {
+    if (form.dataset.ready) return;
+    form.dataset.ready = "1";
+    var text = form.querySelector("textarea");
+    text.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        if (text.value.trim()) form.requestSubmit ? form.requestSubmit() : form.submit();
+      }
+    });
+    text.addEventListener("input", function () {
+      text.style.height = "auto";
+      text.style.height = text.scrollHeight + "px";
+    });
+    form.addEventListener("htmx:afterRequest", function (event) {
+      if (event.detail.successful) {
+        text.value = "";
+        text.style.height = "auto";
+      }
+    });
+  }
+
+  function updateComposer() {
+    var text = document.getElementById("composer-text");
+    if (!text) return;
+    if (!text.dataset.chatPlaceholder) text.dataset.chatPlaceholder = text.placeholder;
+    text.placeholder = panel() ? text.dataset.replyPlaceholder : text.dataset.chatPlaceholder;
+    var title = document.title.replace(/^\(1\) /, "");
+    document.title = panel() ? "(1) " + title : title;
+  }
+
+  // --- live updates -------------------------------------------------------------------------------
+
+  function nearBottom(scroller) {
+    return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120;
+  }
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    var incoming = event.detail.fragment;
+    if (target.id === "prompt-panel" && incoming.id === "prompt-panel") {
+      // The same prompt again (a resync): keep what the user has chosen so far.
+      var same = !target.hidden && target.dataset.promptId && target.dataset.promptId === incoming.dataset.promptId;
+      if (same) event.detail.shouldSwap = false;
+      return;
+    }
+    if (target.id === "timeline-items") {
+      var scroller = document.getElementById("scroller");
+      if (scroller) scroller.dataset.stick = nearBottom(scroller) ? "1" : "";
+    }
+    if (target.id === "timeline-items" && incoming.id !== "timeline-items") {
+      // Items can arrive twice (the response and the push): update in place.
+      Array.prototype.slice.call(incoming.children).forEach(function (item) {
+        var existing = item.id && document.getElementById(item.id);
+        if (existing && existing.parentNode === target) existing.replaceWith(item);
+      });
+    }
+  });
+
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    var scroller = document.getElementById("scroller");
+    if (scroller && scroller.dataset.stick) scroller.scrollTop = scroller.scrollHeight;
+    updateComposer();
+  });
+
+  htmx.onLoad(function (root) {
+    var element = root.id === "prompt-panel" ? root : root.querySelector && root.querySelector("#prompt-panel");
+    if (element && !element.hidden) initPanel(element, root === element);
+    var composer = root.id === "composer" ? root : root.querySelector && root.querySelector("#composer");
+    if (composer) initComposer(composer);
+    updateComposer();
+  });
+
+  document.addEventListener("keydown", onKey);
+  document.addEventListener("DOMContentLoaded", function () {
+    var scroller = document.getElementById("scroller");
+    if (scroller) scroller.scrollTop = scroller.scrollHeight;
+    var element = panel();
+    if (element && !element.classList.contains("is-collapsed") && wide.matches) focusStep(currentStep(element));
+  });
+  window.setInterval(tick, 1000);
+  tick();
+})();

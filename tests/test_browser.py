@@ -1,0 +1,419 @@
+"""The Control UI in a real browser (Debian's chromium, driven by Playwright)
+against a real Daphne process: what only a browser can show.
+
+Screenshots of the expanded panel, the collapsed bar, the summary and the
+phone layout are saved in test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from askuser_app import services
+from askuser_app.models import Prompt
+
+from .conftest import PASSWORD, QUESTION, payload
+from .servers import DaphneServer
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="install the test requirements (make test does)")
+
+CHROMIUM = shutil.which("chromium")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+WAIT_MS = 10_000
+
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
+    pytest.mark.django_db(transaction=True),
+]
+
+EXTRAS = {
+    "id": "extras",
+    "header": "Extras",
+    "question": "Which extras should ship with it?",
+    "options": [{"label": "Docs", "description": "Update the guides"}, {"label": "Changelog"}, {"label": "Blog post"}],
+    "multiSelect": True,
+}
+
+
+@pytest.fixture(scope="module")
+def server(server_env):
+    daphne = DaphneServer(server_env).start()
+    yield daphne
+    daphne.stop()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    # Playwright's sync API keeps an event loop running in this thread, which
+    # makes Django refuse the tests' own (synchronous) database calls.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+class Human:
+    """A logged-in person with the Control UI open."""
+
+    def __init__(self, chromium, server, user, **context) -> None:
+        self.server = server
+        self.context = chromium.new_context(base_url=server.url, **context)
+        client = Client()
+        client.force_login(user)
+        self.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": server.url}])
+        self.errors: list[str] = []
+
+    def open(self, key: str = "support-42"):
+        page = self.context.new_page()
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        page.goto(f"/s/{key}/")
+        page.wait_for_function("document.documentElement.classList.contains('js')")
+        page.wait_for_selector(".chat-live[hx-ext='ws']")
+        wait_connected(page)
+        return page
+
+
+def wait_connected(page) -> None:
+    # The socket's first message (the current state) has been swapped in.
+    page.wait_for_function("!!document.querySelector('#timeline-items') && window.htmx !== undefined", timeout=WAIT_MS)
+
+
+@pytest.fixture
+def human(chromium, server, owner, agent):
+    services.post_agent_message(agent, "support-42", "Hi! I'm getting release 2.4 ready.")
+    person = Human(chromium, server, owner, viewport={"width": 1280, "height": 800})
+    yield person
+    person.context.close()
+    assert person.errors == []
+
+
+class Agent:
+    def __init__(self, server, token) -> None:
+        self.server, self.headers = server, {"Authorization": f"Bearer {token}"}
+        self.pool = concurrent.futures.ThreadPoolExecutor(2)
+
+    def ask(self, *questions, **fields) -> str:
+        response = httpx.post(
+            f"{self.server.url}/api/v1/prompts", json=payload(*questions, **fields), headers=self.headers
+        )
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
+
+    def wait(self, prompt_id: str) -> concurrent.futures.Future:
+        url = f"{self.server.url}/api/v1/prompts/{prompt_id}?wait=30"
+        return self.pool.submit(lambda: httpx.get(url, headers=self.headers, timeout=60).json())
+
+
+@pytest.fixture
+def agent_api(server, token):
+    return Agent(server, token)
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"{name}.png")
+
+
+def panel_open(page):
+    page.wait_for_selector("#prompt-panel:not([hidden])", timeout=WAIT_MS)
+    return page.locator("#prompt-panel")
+
+
+def panel_closed(page) -> None:
+    page.wait_for_selector("#prompt-panel[hidden]", state="attached", timeout=WAIT_MS)
+
+
+def test_a_prompt_arrives_live_is_answered_with_the_mouse_and_the_agent_gets_the_result(human, agent_api):
+    page = human.open()
+
+    prompt_id = agent_api.ask(QUESTION, EXTRAS)
+    waiting = agent_api.wait(prompt_id)
+
+    panel = panel_open(page)
+    assert page.title().startswith("(1) ")
+    shot(page, "panel-expanded")
+    panel.get_by_text("Production").click()
+    page.wait_for_selector(".step.is-current[data-step='2']", timeout=WAIT_MS)
+    panel.get_by_text("Docs").click()
+    panel.get_by_text("Blog post").click()
+    panel.locator("[data-action=submit]").click()
+
+    result = waiting.result(timeout=15)
+    assert {k: result[k] for k in ("status", "answers")} == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}},
+    }
+    panel_closed(page)
+    summary = page.locator(f"#item-prompt-{prompt_id}")
+    assert "Production" in summary.inner_text() and "Docs, Blog post" in summary.inner_text()
+    shot(page, "summary")
+
+
+def test_keyboard_only(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask(QUESTION, EXTRAS)
+    waiting = agent_api.wait(prompt_id)
+    panel = panel_open(page)
+
+    page.wait_for_function("document.activeElement && document.activeElement.closest('#prompt-panel') !== null")
+    page.keyboard.press("2")  # a single-select choice moves on by itself
+    page.wait_for_selector(".step.is-current[data-step='2']", timeout=WAIT_MS)
+    page.keyboard.press("1")
+    page.keyboard.press("3")
+    assert panel.locator(".step.is-current input[aria-checked='true']").count() == 2
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+
+    result = waiting.result(timeout=15)
+    assert result["answers"]["answers"] == {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}
+
+
+def test_multi_select_with_other(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask(EXTRAS)
+    waiting = agent_api.wait(prompt_id)
+    panel_open(page)
+
+    page.keyboard.press("2")
+    page.keyboard.press("4")  # the number after the options focuses Other
+    page.keyboard.type("Release video")
+    page.keyboard.press("Enter")
+
+    result = waiting.result(timeout=15)
+    assert result["answers"]["answers"] == {"extras": ["Changelog", "Release video"]}
+    assert result["details"]["extras"]["free_text"] == "Release video"
+    panel_closed(page)
+    assert "Release video" in page.locator(f"#item-prompt-{prompt_id}").inner_text()
+
+
+def test_typing_other_clears_a_single_select_choice(human, agent_api):
+    page = human.open()
+    agent_api.ask()
+    panel = panel_open(page)
+
+    panel.get_by_text("Production").click()
+    panel.locator(".other-input").fill("Canary first")
+
+    assert panel.locator("input[type=radio]:checked").count() == 0
+
+
+def test_collapsing_keeps_the_composer_draft_and_survives_a_reload(human, agent_api):
+    page = human.open()
+    agent_api.ask()
+    panel = panel_open(page)
+    composer = page.locator("#composer-text")
+    assert not composer.is_visible()  # expanded, the panel takes the composer's place
+
+    page.keyboard.press("Escape")
+    assert "is-collapsed" in panel.get_attribute("class")
+    composer.fill("a draft I am still writing")
+    shot(page, "panel-collapsed")
+    page.locator(".panel-bar").click()
+    page.wait_for_function("document.activeElement.closest('#prompt-panel') !== null")
+    assert not composer.is_visible()
+    page.locator(".panel-bar").click()
+    assert composer.input_value() == "a draft I am still writing"
+
+    page.reload()
+    panel = panel_open(page)
+    assert "is-collapsed" in panel.get_attribute("class")
+    assert page.locator(".panel-bar").get_attribute("aria-expanded") == "false"
+
+
+def test_answering_in_one_tab_closes_the_panel_in_the_other(human, agent_api):
+    first, second = human.open(), human.open()
+    prompt_id = agent_api.ask()
+    panel_open(first)
+    panel_open(second)
+
+    first.locator("#prompt-panel").get_by_text("Production").click()
+    first.locator("[data-action=submit]").click()
+
+    panel_closed(second)
+    assert "Answered on the web by alice" in second.locator(f"#item-prompt-{prompt_id}").inner_text()
+
+
+def test_a_cancel_by_the_agent_closes_the_panel(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask()
+    panel_open(page)
+
+    httpx.post(f"{agent_api.server.url}/api/v1/prompts/{prompt_id}/cancel", headers=agent_api.headers)
+
+    panel_closed(page)
+    assert "Cancelled by the agent" in page.locator(f"#item-prompt-{prompt_id}").inner_text()
+
+
+def test_the_deadline_closes_the_panel(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask()
+    panel_open(page)
+
+    Prompt.objects.filter(pk=prompt_id).update(expires_at=timezone.now() + timedelta(seconds=1))
+
+    page.wait_for_selector("#prompt-panel[hidden]", state="attached", timeout=20_000)
+    assert "Expired" in page.locator(f"#item-prompt-{prompt_id}").inner_text()
+
+
+def test_a_script_in_a_label_is_shown_not_run(human, agent_api):
+    page = human.open()
+    evil = {
+        "id": "pick",
+        "header": "<i>x</i>",
+        "question": "Which <b>one</b>?",
+        "options": [
+            {"label": "<img src=x onerror=window.pwned=1>", "description": "<script>window.pwned=2</script>"},
+            {"label": "Safe"},
+        ],
+    }
+    agent_api.ask(evil)
+    panel = panel_open(page)
+
+    assert panel.get_by_text("<img src=x onerror=window.pwned=1>").is_visible()
+    assert page.evaluate("window.pwned === undefined")
+    assert panel.locator("img").count() == 0 and panel.locator("b").count() == 0
+
+
+def test_the_phone_layout_shows_an_inline_card_with_every_question(chromium, server, owner, agent, agent_api):
+    services.post_agent_message(agent, "support-42", "Quick question from your agent.")
+    person = Human(chromium, server, owner, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = person.open()
+    agent_api.ask(QUESTION, EXTRAS)
+    panel = panel_open(page)
+
+    assert panel.evaluate("e => getComputedStyle(e).position") == "static"
+    assert panel.locator(".step").nth(0).is_visible() and panel.locator(".step").nth(1).is_visible()
+    assert page.locator("#composer-text").is_visible()
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    heights = panel.locator(".option").evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+    assert min(heights) >= 44  # touch-sized
+    panel.scroll_into_view_if_needed()
+    shot(page, "phone-inline-card")
+    person.context.close()
+    assert person.errors == []
+
+
+def test_a_plain_text_reply_answers_the_prompt(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask(QUESTION, EXTRAS)
+    waiting = agent_api.wait(prompt_id)
+    panel_open(page)
+    page.keyboard.press("Escape")
+
+    page.locator("#composer-text").fill("1: 2\nextras: docs, changelog")
+    page.keyboard.press("Enter")
+
+    result = waiting.result(timeout=15)
+    assert (result["status"], result["surface"]) == ("answered", "text")
+    assert result["answers"]["answers"] == {"deploy_target": ["Production"], "extras": ["Docs", "Changelog"]}
+    panel_closed(page)
+    assert page.locator("#composer-text").input_value() == ""
+    assert "Read from your reply" in page.locator(f"#item-prompt-{prompt_id}").inner_text()
+
+
+def test_logging_in_through_the_form(chromium, server, owner):
+    context = chromium.new_context(base_url=server.url)
+    page = context.new_page()
+
+    page.goto("/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+
+    page.wait_for_selector("h1:has-text('Sessions')", timeout=WAIT_MS)
+    context.close()
+
+
+def test_without_javascript_the_panel_is_a_plain_form_that_answers(chromium, server, owner, agent, agent_api):
+    services.post_agent_message(agent, "support-42", "Hello")
+    prompt_id = agent_api.ask(QUESTION, EXTRAS)
+    person = Human(chromium, server, owner, java_script_enabled=False, viewport={"width": 1280, "height": 900})
+    page = person.context.new_page()
+    page.goto("/s/support-42/")
+
+    panel = page.locator("#prompt-panel")
+    assert panel.locator(".step").nth(1).is_visible()  # every question at once
+    panel.get_by_text("Production").click()
+    panel.get_by_text("Changelog").click()
+    panel.locator(".step").nth(1).locator(".other-input").fill("Release video")
+    panel.locator("[data-action=submit]").click()
+
+    page.wait_for_url("**/s/support-42/")
+    assert page.locator("#prompt-panel[hidden]").count() == 1
+    result = Prompt.objects.get(pk=prompt_id).result
+    assert result["answers"]["answers"] == {"deploy_target": ["Production"], "extras": ["Changelog", "Release video"]}
+    person.context.close()
+
+
+def test_dark_mode_follows_the_system(chromium, server, owner, agent, agent_api):
+    services.post_agent_message(agent, "support-42", "Hello in the dark")
+    person = Human(chromium, server, owner, color_scheme="dark", viewport={"width": 1280, "height": 800})
+    page = person.open()
+    agent_api.ask(QUESTION, EXTRAS)
+    panel_open(page)
+
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    red, green, blue = (int(part) for part in background[background.index("(") + 1 : -1].split(",")[:3])
+    assert red + green + blue < 150
+    shot(page, "panel-expanded-dark")
+    person.context.close()
+    assert person.errors == []
+
+
+def readme_block(containing: str) -> str:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    blocks = readme.split("```sh\n")[1:]
+    return next(block.split("```")[0] for block in blocks if containing in block)
+
+
+def test_the_readme_curl_example_prints_the_answer_given_in_the_browser(human, server, token, tmp_path):
+    token_file = tmp_path / "demo-agent-token"
+    token_file.write_text(token + "\n")
+    script = readme_block("ASKUSER_TOKEN=").replace("var/demo-agent-token", str(token_file))
+    script = script.replace("http://127.0.0.1:8000", server.url)
+    page = human.open("support-42")
+    page.goto("/")  # the README's session is "demo": it appears in the live list
+    curl = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    page.locator("#sessions-list a", has_text="demo").click()
+    panel_open(page).get_by_text("Staging (Recommended)").click()
+    page.locator("[data-action=submit]").click()
+
+    output, _ = curl.communicate(timeout=30)
+    result = json.loads(output.strip().splitlines()[-1])
+    assert {k: result[k] for k in ("status", "answers")} == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}},
+    }
+
+
+def test_no_page_breaks_the_content_security_policy(chromium, server, staff):
+    _, token = services.create_agent("ops", staff)
+    Agent(server, token).ask(session="staff-chat")
+    person = Human(chromium, server, staff, viewport={"width": 1280, "height": 800})
+    violations: list[str] = []
+    page = person.context.new_page()
+    page.on("console", lambda message: violations.append(message.text) if "Security Policy" in message.text else None)
+
+    for path in ("/", "/s/staff-chat/", "/admin/", "/api/v1/docs", "/login/"):
+        page.goto(path)
+        page.wait_for_load_state("networkidle")
+
+    assert violations == []
+    person.context.close()

@@ -1,0 +1,234 @@
+"""The Python client against a real Daphne server: the whole wait, refusals, interruptions, a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import signal
+import threading
+import time
+
+import httpx
+import pytest
+from asgiref.sync import sync_to_async
+
+from askuser_app import services
+from askuser_app.client import (
+    AskUserClient,
+    AsyncAskUserClient,
+    AuthError,
+    ConflictError,
+    NotFoundError,
+    RefusedError,
+    ValidationError,
+    sign,
+    verify_signature,
+)
+from askuser_app.models import Prompt
+
+from .conftest import QUESTION
+from .test_live import auth, wait_until_parked
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+DEADLINE = 20  # seconds any awaited condition may take before the test fails
+
+
+def until(condition, within: float = DEADLINE) -> None:
+    end = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < end, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def pending_prompt(session: str = "support-42") -> Prompt | None:
+    return Prompt.objects.filter(session__key=session, status="pending").first()
+
+
+def test_ask_blocks_until_the_answer_and_returns_exactly_the_result(start_server, token, owner):
+    server = start_server()
+    # wait=1: in the embedded mode an answer given in this process wakes no wait in the server's.
+    with AskUserClient(server.url, token, wait=1) as client, concurrent.futures.ThreadPoolExecutor() as pool:
+        asking = pool.submit(client.ask, [QUESTION], session="support-42", timeout_seconds=120)
+        until(lambda: pending_prompt() is not None)
+        services.answer(pending_prompt(), {"deploy_target": "Production"}, by=owner, surface="web")
+        result = asking.result(timeout=DEADLINE)
+
+    prompt = Prompt.objects.get()
+    assert result == prompt.result
+    assert {k: result[k] for k in ("status", "answers")} == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
+    assert prompt.timeout_seconds == 120
+
+
+async def test_the_async_client_is_woken_by_a_cancel_on_the_server(start_server, token):
+    server = await sync_to_async(start_server)()
+    async with AsyncAskUserClient(server.url, token, session="support-42") as client:
+        asking = asyncio.ensure_future(client.ask({"questions": [QUESTION], "timeoutSeconds": 60}))
+        prompt = await until_async(pending_prompt)
+        await sync_to_async(wait_until_parked)(server)
+        cancelled = await client.cancel(str(prompt.pk))
+        result = await asyncio.wait_for(asking, DEADLINE)
+
+    assert result == cancelled
+    assert (result["status"], result["reason"]) == ("no_answer", "cancelled")
+
+
+async def until_async(find, within: float = DEADLINE):
+    """Poll the database (in a thread) until ``find()`` returns something."""
+    end = time.monotonic() + within
+    while (found := await sync_to_async(find)()) is None:
+        assert time.monotonic() < end, "condition not reached in time"
+        await asyncio.sleep(0.02)
+    return found
+
+
+def test_refusals_raise_typed_errors_with_the_servers_words(start_server, token):
+    server = start_server()
+    one_option = {**QUESTION, "options": QUESTION["options"][:1]}
+    with AskUserClient(server.url, token, session="support-42") as client:
+        with pytest.raises(ValidationError) as invalid:
+            client.ask([one_option, {**QUESTION, "id": "Bad Id"}])
+        with pytest.raises(RefusedError) as refused:
+            client.ask([QUESTION], run_kind="subagent")
+        client.create([QUESTION])
+        with pytest.raises(ConflictError) as busy:
+            client.ask([QUESTION])
+        with pytest.raises(NotFoundError):
+            client.result("00000000-0000-0000-0000-000000000000")
+    with AskUserClient(server.url, "au_not-a-token") as stranger, pytest.raises(AuthError):
+        stranger.ask([QUESTION], session="support-42")
+
+    assert invalid.value.errors == [
+        {"path": "questions[0].options", "message": "must have 2 to 4 options (got 1)"},
+        {
+            "path": "questions[1].id",
+            "message": "must be snake_case: a lowercase letter, then lowercase letters, digits or underscores",
+        },
+    ]
+    assert "subagent" in str(refused.value) and not isinstance(refused.value, ConflictError)
+    assert busy.value.code == "session_busy"
+    assert Prompt.objects.count() == 1  # only the one create above
+
+
+def test_a_retried_create_never_makes_a_second_prompt(start_server, token):
+    server = start_server()
+    drops = {"left": 2}
+
+    def drop_the_first_responses(response: httpx.Response) -> None:
+        if response.request.method == "POST" and drops["left"]:
+            drops["left"] -= 1
+            raise httpx.ReadError("connection dropped", request=response.request)
+
+    with AskUserClient(server.url, token, event_hooks={"response": [drop_the_first_responses]}) as client:
+        created = client.create([QUESTION], session="support-42")
+
+    assert drops["left"] == 0
+    assert list(Prompt.objects.values_list("pk", flat=True)) == [Prompt.objects.get(pk=created["id"]).pk]
+
+
+async def test_cancelling_the_async_ask_cancels_the_prompt(start_server, token):
+    server = await sync_to_async(start_server)()
+    async with AsyncAskUserClient(server.url, token) as client:
+        asking = asyncio.ensure_future(client.ask([QUESTION], session="support-42"))
+        prompt = await until_async(pending_prompt)
+        await sync_to_async(wait_until_parked)(server)
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+
+    await sync_to_async(prompt.refresh_from_db)()
+    assert (prompt.status, prompt.reason) == ("no_answer", "cancelled")
+
+
+def test_ctrl_c_during_a_wait_cancels_the_prompt(start_server, token):
+    server = start_server()
+    main = threading.get_ident()
+
+    def press_ctrl_c() -> None:
+        wait_until_parked(server)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    interrupter = threading.Thread(target=press_ctrl_c)
+    with AskUserClient(server.url, token) as client, pytest.raises(KeyboardInterrupt):
+        interrupter.start()
+        client.ask([QUESTION], session="support-42")
+    interrupter.join()
+
+    prompt = Prompt.objects.get()
+    assert (prompt.status, prompt.reason) == ("no_answer", "cancelled")
+
+
+def test_an_interruption_before_the_create_returned_still_cancels_the_prompt(start_server, token):
+    server = start_server()
+
+    def interrupt_once_created(response: httpx.Response) -> None:
+        if response.request.method == "POST" and response.status_code == 201 and not seen:
+            seen.append(response)
+            raise KeyboardInterrupt
+
+    seen: list[httpx.Response] = []
+    hooks = {"response": [interrupt_once_created]}
+    with AskUserClient(server.url, token, event_hooks=hooks) as client, pytest.raises(KeyboardInterrupt):
+        client.ask([QUESTION], session="support-42")
+
+    prompt = Prompt.objects.get()  # the replayed create found it: still only one
+    assert (prompt.status, prompt.reason) == ("no_answer", "cancelled")
+
+
+def test_a_killed_and_restarted_server_during_a_wait_still_yields_the_answer(start_server, token, owner):
+    first = start_server()
+    with AskUserClient(first.url, token, wait=30) as client, concurrent.futures.ThreadPoolExecutor() as pool:
+        asking = pool.submit(client.ask, [QUESTION], session="support-42")
+        wait_until_parked(first)
+        first.kill()
+        services.answer(pending_prompt(), {"deploy_target": "Production"}, by=owner, surface="web")
+        start_server(port=first.port)
+        result = asking.result(timeout=60)
+
+    assert result["answers"] == {"answers": {"deploy_target": ["Production"]}}
+    assert Prompt.objects.count() == 1
+
+
+def test_a_restarted_server_wakes_the_client_with_an_answer_given_after_the_restart(start_server, token):
+    first = start_server()
+    with AskUserClient(first.url, token, wait=30) as client, concurrent.futures.ThreadPoolExecutor() as pool:
+        asking = pool.submit(client.ask, [QUESTION], session="support-42")
+        wait_until_parked(first)
+        first.kill()
+        second = start_server(port=first.port)
+        wait_until_parked(second)  # the client came back and waits on the new process
+        prompt_id = str(pending_prompt().pk)
+        cancelled = httpx.post(f"{second.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
+        result = asking.result(timeout=DEADLINE)
+
+    assert result == cancelled.json()
+
+
+def test_ask_uses_the_clients_session_and_the_given_run(start_server, token):
+    server = start_server()
+    with AskUserClient(server.url, token, session="support-7") as client:
+        created = client.create({"questions": [QUESTION]}, run_id="run-1", timeout_seconds=45)
+
+    prompt = Prompt.objects.select_related("session", "run").get(pk=created["id"])
+    assert (prompt.session.key, prompt.run.run_id, prompt.timeout_seconds) == ("support-7", "run-1", 45)
+    assert created["timeoutSeconds"] == 45
+
+
+def test_ask_needs_a_session():
+    with AskUserClient("http://127.0.0.1:9", "au_x") as client, pytest.raises(ValueError, match="session"):
+        client.ask([QUESTION])
+
+
+def test_a_signature_verifies_only_the_exact_body_with_the_right_secret_in_time():
+    body = b'{"status":"no_answer","id":"4f1c"}'
+    header = sign("whsec_1", body, timestamp=1_000_000)
+
+    assert verify_signature("whsec_1", body, header, now=1_000_000 + 299)
+    assert not verify_signature("whsec_1", body + b" ", header, now=1_000_000)
+    assert not verify_signature("whsec_2", body, header, now=1_000_000)
+    assert not verify_signature("whsec_1", body, header, now=1_000_000 + 301)  # a replay
+    assert not verify_signature("whsec_1", body, "v1=abc", now=1_000_000)
+    assert not verify_signature("whsec_1", body, None)

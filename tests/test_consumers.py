@@ -1,0 +1,175 @@
+"""Live pushes to open pages: what each tab hears, and that nobody else hears it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+from django.utils import timezone
+
+from askuser_app import contract, services
+from askuser_app.asyncdb import database_call
+from askuser_app.models import Prompt
+from controlui.asgi import application
+
+from .conftest import payload
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEADLINE = 10
+
+
+def cookie_for(user) -> str:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+async def connect(path: str, user=None, origin: str = "http://127.0.0.1") -> WebsocketCommunicator:
+    headers = [(b"origin", origin.encode()), (b"host", b"127.0.0.1")]
+    if user is not None:
+        headers.append((b"cookie", (await database_call(cookie_for)(user)).encode()))
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+async def opened(path: str, user) -> WebsocketCommunicator:
+    socket = await connect(path, user)
+    connected, _ = await socket.connect(timeout=DEADLINE)
+    assert connected
+    await socket.receive_from(timeout=DEADLINE)  # the state as of joining
+    return socket
+
+
+@database_call
+def ask(agent, **fields) -> Prompt:
+    return services.ask(agent, contract.parse_create(payload(**fields))).prompt
+
+
+@pytest.fixture
+def session(agent):
+    return services.post_agent_message(agent, "support-42", "Hello").session
+
+
+async def test_a_socket_without_a_login_is_refused(session):
+    socket = await connect("/ws/sessions/support-42/")
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert not connected
+
+
+async def test_another_users_session_socket_is_refused(session, other_user):
+    socket = await connect("/ws/sessions/support-42/", other_user)
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert not connected
+
+
+async def test_a_socket_from_a_foreign_origin_is_refused(session, owner):
+    socket = await connect("/ws/sessions/support-42/", owner, origin="https://evil.example")
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert not connected
+
+
+async def test_on_connect_a_tab_gets_the_current_panel_and_timeline(agent, owner, session):
+    prompt = await ask(agent)
+    socket = await connect("/ws/sessions/support-42/", owner)
+    await socket.connect(timeout=DEADLINE)
+
+    html = await socket.receive_from(timeout=DEADLINE)
+
+    assert f'data-prompt-id="{prompt.pk}"' in html and 'id="timeline-items"' in html and "Hello" in html
+    await socket.disconnect()
+
+
+async def test_a_new_prompt_is_pushed_to_every_open_tab(agent, owner, session):
+    tabs = [await opened("/ws/sessions/support-42/", owner) for _ in range(2)]
+
+    prompt = await ask(agent)
+
+    for tab in tabs:
+        html = await tab.receive_from(timeout=DEADLINE)
+        assert f'data-prompt-id="{prompt.pk}"' in html and 'hx-swap-oob="true"' in html
+        assert "Where should this release go first?" in html
+        await tab.disconnect()
+
+
+@pytest.mark.parametrize(
+    "resolve,words",
+    [
+        (
+            lambda p, agent, user: services.answer(p, {"deploy_target": "Production"}, by=user, surface="web"),
+            "Production",
+        ),
+        (lambda p, agent, user: services.skip_all(p, by=user, surface="web"), "Skipped"),
+        (lambda p, agent, user: services.cancel(p, agent=agent), "Cancelled by the agent"),
+        (lambda p, agent, user: services.abort_run(agent, p.run.run_id), "run was aborted"),
+        (
+            lambda p, agent, user: services.answer(p, {"deploy_target": "Production"}, by=user, surface="slack"),
+            "Answered elsewhere",
+        ),
+    ],
+)
+async def test_each_kind_of_resolution_closes_the_panel_and_adds_the_summary(agent, owner, session, resolve, words):
+    prompt = await ask(agent, run_id="run-1")
+    tab = await opened("/ws/sessions/support-42/", owner)
+
+    await database_call(resolve)(prompt, agent, owner)
+
+    html = await tab.receive_from(timeout=DEADLINE)
+    assert '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true">' in html
+    assert f'id="item-prompt-{prompt.pk}"' in html and words in html
+    await tab.disconnect()
+
+
+async def test_an_expiry_closes_the_panel_live(agent, owner, session):
+    prompt = await ask(agent)
+    tab = await opened("/ws/sessions/support-42/", owner)
+    await database_call(Prompt.objects.filter(pk=prompt.pk).update)(expires_at=timezone.now() - timedelta(seconds=1))
+
+    await database_call(services.expire_due)()
+
+    html = await tab.receive_from(timeout=DEADLINE)
+    assert "hidden" in html and "Expired" in html
+    await tab.disconnect()
+
+
+async def test_a_message_is_pushed_to_the_sessions_tabs(agent, owner, session):
+    tab = await opened("/ws/sessions/support-42/", owner)
+
+    await database_call(services.post_agent_message)(agent, "support-42", "Deploying now")
+
+    html = await tab.receive_from(timeout=DEADLINE)
+    assert "Deploying now" in html and 'hx-swap-oob="beforeend:#timeline-items"' in html
+    await tab.disconnect()
+
+
+async def test_the_sessions_list_updates_live(agent, owner, session):
+    tab = await opened("/ws/sessions/", owner)
+
+    await ask(agent, session="fresh-session")
+
+    html = await tab.receive_from(timeout=DEADLINE)
+    assert 'id="sessions-list"' in html and "fresh-session" in html
+    await tab.disconnect()
+
+
+async def test_other_users_hear_nothing(agent, owner, other_user, session, other_token):
+    theirs = await database_call(services.post_agent_message)(
+        await database_call(lambda: services.Agent.objects.get(owner=other_user))(), "theirs", "hi"
+    )
+    their_session_tab = await opened(f"/ws/sessions/{theirs.session.key}/", other_user)
+    their_list_tab = await opened("/ws/sessions/", other_user)
+
+    prompt = await ask(agent)
+    await database_call(services.cancel)(prompt, agent=agent)
+
+    assert await their_session_tab.receive_nothing(timeout=0.3)
+    assert await their_list_tab.receive_nothing(timeout=0.3)
+    await their_session_tab.disconnect()
+    await their_list_tab.disconnect()

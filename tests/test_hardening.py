@@ -1,0 +1,170 @@
+"""Hardening: rate limits, body limits, security headers, cookies, deploy checks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+
+from askuser_app.models import Prompt
+from controlui.asgi import application
+
+from .conftest import AgentClient, payload
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- the rate limit ------------------------------------------------------------------------
+
+
+def test_creating_past_the_rate_limit_is_refused_with_retry_after(api, settings):
+    settings.ASKUSER_RATE_LIMIT = 3
+    for index in range(3):
+        assert api.ask(payload(session=f"s{index}")).status_code == 201
+
+    response = api.ask(payload(session="one-too-many"))
+
+    assert response.status_code == 429
+    assert response.json()["error"] == "rate_limited"
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert "3 times in the last minute" in response.json()["detail"]
+    assert Prompt.objects.count() == 3
+
+
+def test_the_rate_limit_is_per_agent_and_spares_idempotent_retries(api, other_token, settings):
+    settings.ASKUSER_RATE_LIMIT = 1
+    first = api.ask(payload(), headers={"Idempotency-Key": "k1"})
+
+    retry = api.ask(payload(), headers={"Idempotency-Key": "k1"})
+    other = AgentClient(other_token).ask(payload())
+
+    assert (first.status_code, retry.status_code, other.status_code) == (201, 201, 201)
+    assert api.ask(payload(session="s2")).status_code == 429
+
+
+# --- request bodies --------------------------------------------------------------------------
+
+
+async def call(scope_extra: dict, chunks: list[bytes]) -> tuple[int, dict]:
+    messages = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]
+    sent: list[dict] = []
+
+    async def receive():
+        if messages:
+            return messages.pop(0)
+        await asyncio.Event().wait()  # the client stays connected
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/api/v1/prompts",
+        "query_string": b"",
+        "headers": [],
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5000),
+        **scope_extra,
+    }
+    await application(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], dict(start["headers"])
+
+
+def test_a_body_declared_too_large_is_refused_before_it_is_read(db, settings):
+    settings.ASKUSER_MAX_BODY = 1000
+    length = str(10**9).encode()
+
+    status, headers = async_to_sync(call)({"headers": [(b"content-length", length)]}, [b"x"])
+
+    assert status == 413 and headers[b"content-type"] == b"application/json"
+
+
+def test_a_chunked_body_past_the_limit_is_refused(db, settings):
+    settings.ASKUSER_MAX_BODY = 1000
+
+    status, _ = async_to_sync(call)({}, [b"x" * 600, b"x" * 600, b"x" * 600])
+
+    assert status == 413
+
+
+@pytest.mark.django_db(transaction=True)  # Django's own handler runs: it opens and closes connections
+def test_a_chunked_body_within_the_limit_reaches_the_api(token):
+    auth = [(b"authorization", f"Bearer {token}".encode())]
+
+    status, _ = async_to_sync(call)({"headers": auth}, [b'{"session": "s1", ', b'"questions": []}'])
+
+    assert status == 422  # read whole, then validated
+
+
+# --- headers and cookies --------------------------------------------------------------------------
+
+
+def assert_secure_headers(headers) -> None:
+    csp = headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Referrer-Policy"] == "same-origin"
+
+
+@pytest.mark.parametrize("path", ["/login/", "/", "/api/v1/tool", "/api/v1/docs", "/admin/login/"])
+def test_pages_and_the_api_send_security_headers(client, owner, path):
+    client.force_login(owner)
+
+    response = client.get(path)
+
+    assert_secure_headers(response.headers)
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+    assert response.headers["X-Frame-Options"] == "DENY"
+
+
+def test_long_polls_and_health_send_security_headers(api, asked):
+    async def get(path: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await client.get(path, headers={"Authorization": f"Bearer {api.token}"})
+
+    for path in (f"/api/v1/prompts/{asked.pk}", "/healthz"):
+        assert_secure_headers(async_to_sync(get)(path).headers)
+
+
+def test_session_and_csrf_cookies_are_http_only_and_same_site(client, owner):
+    from .conftest import PASSWORD
+
+    client.get("/login/")
+    response = client.post("/login/", {"username": "alice", "password": PASSWORD})
+
+    session = response.cookies["sessionid"]
+    csrf = client.cookies["csrftoken"]
+    assert session["httponly"] and session["samesite"] == "Lax"
+    assert csrf["httponly"] and csrf["samesite"] == "Lax"
+
+
+def test_the_deploy_check_is_clean_under_production_settings(tmp_path):
+    env = {
+        **os.environ,
+        "DEBUG": "0",
+        "ASKUSER_HTTPS": "1",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "askuser.example.com",
+        "ASKUSER_DATA_DIR": str(tmp_path),
+    }
+
+    check = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert check.returncode == 0, check.stdout + check.stderr

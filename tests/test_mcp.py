@@ -1,0 +1,168 @@
+"""The ask_user MCP tool, driven by the SDK's own client over stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+
+import httpx
+import httpx2
+import pytest
+from asgiref.sync import sync_to_async
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from askuser_app import contract, services
+from askuser_app.models import Prompt
+
+from .conftest import QUESTION
+from .servers import ROOT, DaphneServer
+from .test_client import DEADLINE, pending_prompt, until_async
+from .test_live import auth
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+TRANSPORTS = ["stdio", "http", "http-legacy"]
+
+
+@pytest.fixture(scope="module")
+def server(server_env):
+    """One Daphne for the module, with quick progress notifications."""
+    daphne = DaphneServer({**server_env, "ASKUSER_MCP_PROGRESS_EVERY": "0.2"}).start()
+    yield daphne
+    daphne.stop()
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(transport: str, server: DaphneServer, token: str, tmp_path, session="support-42") -> AsyncIterator:
+    if transport == "stdio":
+        # --wait 1: an answer given in this test process wakes no wait in the server's.
+        args = ["manage.py", "mcp_stdio", "--token", token, "--url", server.url, "--session", session]
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=[*args, "--progress-every", "0.2", "--wait", "1"],
+            cwd=ROOT,
+            env={"ASKUSER_DATA_DIR": str(tmp_path)},
+        )
+        async with Client(params) as client:
+            yield client
+        return
+    http = httpx2.AsyncClient(headers=auth(token), timeout=httpx2.Timeout(30, read=300))
+    endpoint = streamable_http_client(f"{server.url}/mcp?session={session}", http_client=http)
+    mode = "legacy" if transport == "http-legacy" else "auto"
+    async with http, Client(endpoint, mode=mode) as client:
+        yield client
+
+
+class Progress(list):
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.append((progress, message))
+
+
+async def until(condition, within: float = DEADLINE) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + within
+    while not condition():
+        assert loop.time() < end, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_ask_user_is_listed_exactly_as_the_api_defines_it(transport, server, token, tmp_path):
+    async with mcp_client(transport, server, token, tmp_path) as client:
+        tools = (await client.list_tools()).tools
+
+    definition = contract.tool_definition()
+    assert [(t.name, t.description, t.input_schema) for t in tools] == [
+        (definition["name"], definition["description"], definition["input_schema"])
+    ]
+
+
+async def test_a_stdio_call_blocks_until_the_answer_and_reports_progress_meanwhile(server, token, owner, tmp_path):
+    progress = Progress()
+    async with mcp_client("stdio", server, token, tmp_path) as client:
+        call = asyncio.ensure_future(
+            client.call_tool("ask_user", {"questions": [QUESTION]}, progress_callback=progress)
+        )
+        prompt = await until_async(pending_prompt)
+        await until(lambda: len(progress) >= 2)
+        assert not call.done()
+        await sync_to_async(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+        result = await asyncio.wait_for(call, DEADLINE)
+
+    await sync_to_async(prompt.refresh_from_db)()
+    assert not result.is_error
+    assert result.structured_content == prompt.result == json.loads(result.content[0].text)
+    assert result.structured_content["answers"] == {"answers": {"deploy_target": ["Production"]}}
+    assert [p for p, _ in progress] == sorted(p for p, _ in progress)
+    assert "Waiting for the user's answer" in progress[0][1]
+
+
+@pytest.mark.parametrize("transport", ["http", "http-legacy"])
+async def test_an_http_call_blocks_until_resolved_and_reports_progress_meanwhile(transport, server, token, tmp_path):
+    progress = Progress()
+    async with mcp_client(transport, server, token, tmp_path, session="support-9") as client:
+        call = asyncio.ensure_future(
+            client.call_tool("ask_user", {"questions": [QUESTION], "timeoutSeconds": 60}, progress_callback=progress)
+        )
+        prompt = await until_async(lambda: pending_prompt("support-9"))
+        await until(lambda: len(progress) >= 2)
+        assert not call.done()
+        async with httpx.AsyncClient(headers=auth(token)) as http:
+            cancelled = await http.post(f"{server.url}/api/v1/prompts/{prompt.pk}/cancel")
+        result = await asyncio.wait_for(call, DEADLINE)
+
+    assert not result.is_error
+    assert result.structured_content == cancelled.json() == json.loads(result.content[0].text)
+    assert prompt.timeout_seconds == 60
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_cancelling_the_tool_call_cancels_the_prompt(transport, server, token, tmp_path):
+    async with mcp_client(transport, server, token, tmp_path) as client:
+        call = asyncio.ensure_future(client.call_tool("ask_user", {"questions": [QUESTION]}))
+        prompt = await until_async(pending_prompt)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+        async def still_pending() -> bool:
+            await sync_to_async(prompt.refresh_from_db)()
+            return prompt.is_pending
+
+        end = asyncio.get_running_loop().time() + DEADLINE
+        while await still_pending():
+            assert asyncio.get_running_loop().time() < end, "the prompt was left pending"
+            await asyncio.sleep(0.05)
+
+    assert (prompt.status, prompt.reason) == ("no_answer", "cancelled")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_bad_arguments_come_back_as_a_tool_error_naming_each_field(transport, server, token, tmp_path):
+    one_option = {**QUESTION, "options": QUESTION["options"][:1]}
+    async with mcp_client(transport, server, token, tmp_path) as client:
+        invalid = await client.call_tool("ask_user", {"questions": [one_option], "timeoutSeconds": "soon"})
+        smuggled = await client.call_tool("ask_user", {"questions": [QUESTION], "session": "someone-else"})
+
+    assert invalid.is_error and smuggled.is_error
+    assert invalid.content[0].text.splitlines()[1:] == [
+        "- questions[0].options: must have 2 to 4 options (got 1)",
+        "- timeoutSeconds: must be an integer",
+    ]
+    assert "session: is not a known field" in smuggled.content[0].text
+    assert not await sync_to_async(Prompt.objects.exists)()
+
+
+async def test_the_http_endpoint_refuses_requests_without_a_valid_token(server, token):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with httpx.AsyncClient() as http:
+        missing = await http.post(f"{server.url}/mcp", json=body)
+        unknown = await http.post(f"{server.url}/mcp", json=body, headers=auth("au_unknown"))
+
+    assert (missing.status_code, missing.json()["error"]) == (401, "unauthorized")
+    assert (unknown.status_code, unknown.json()["detail"]) == (401, "Unknown agent token.")
+    assert missing.headers["WWW-Authenticate"] == "Bearer"

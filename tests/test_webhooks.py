@@ -1,0 +1,240 @@
+"""Webhooks: a resolved prompt's result POSTed, signed, to a receiver on 127.0.0.1, retried and recorded."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+from django.test import Client
+
+from askuser_app import contract, services
+from askuser_app.client import AskUserClient, verify_signature
+from askuser_app.models import Prompt, WebhookDelivery, new_webhook_secret
+
+from .conftest import QUESTION, payload
+from .servers import DaphneServer
+from .test_client import DEADLINE, until
+from .test_live import auth
+
+RETRY_BASE = 0.3
+ATTEMPTS = 3
+WEBHOOK_ENV = {
+    "ASKUSER_WEBHOOK_RETRY_BASE": str(RETRY_BASE),
+    "ASKUSER_WEBHOOK_ATTEMPTS": str(ATTEMPTS),
+    "ASKUSER_WEBHOOK_TIMEOUT": "5",
+}
+
+
+class Receiver:
+    """An agent's webhook endpoint: records every request; can fail or hold its answers."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.fail_first = fail_first
+        self.release = threading.Event()
+        self.release.set()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.requests.append((dict(self.headers), body))
+                receiver.release.wait(DEADLINE)
+                failing = len(receiver.requests) <= receiver.fail_first
+                self.send_response(500 if failing else 204)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/askuser-hook"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def receiver():
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture(scope="module")
+def webhook_env(server_env):
+    return {**server_env, **WEBHOOK_ENV}
+
+
+@pytest.fixture(scope="module")
+def server(webhook_env):
+    daphne = DaphneServer(webhook_env).start()
+    yield daphne
+    daphne.stop()
+
+
+def delivery_of(prompt_id: str) -> WebhookDelivery | None:
+    return WebhookDelivery.objects.filter(prompt_id=prompt_id).first()
+
+
+def finished(prompt_id: str):
+    return lambda: (d := delivery_of(prompt_id)) is not None and d.status != WebhookDelivery.Status.PENDING
+
+
+def ask_with_callback(server: DaphneServer, token: str, url: str) -> str:
+    with AskUserClient(server.url, token) as client:
+        return client.create([QUESTION], session="support-42", callback_url=url)["id"]
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_a_resolution_posts_the_signed_result_to_the_callback_url(server, receiver, agent, token):
+    prompt_id = ask_with_callback(server, token, receiver.url)
+
+    cancelled = httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
+    until(finished(prompt_id))
+
+    [(headers, body)] = receiver.requests
+    assert json.loads(body) == cancelled.json() == Prompt.objects.get(pk=prompt_id).result
+    assert verify_signature(agent.webhook_secret, body, headers["Askuser-Signature"])
+    assert not verify_signature(new_webhook_secret(), body, headers["Askuser-Signature"])
+    assert headers["Content-Type"] == "application/json"
+    delivery = delivery_of(prompt_id)
+    assert headers["Askuser-Delivery"] == str(delivery.pk)
+    assert (delivery.status, [a.status_code for a in delivery.attempts.all()]) == ("delivered", [204])
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_receiver_gets_retries_with_growing_delays_each_recorded(server, agent, token):
+    receiver = Receiver(fail_first=2)
+    try:
+        prompt_id = ask_with_callback(server, token, receiver.url)
+        httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
+        until(finished(prompt_id))
+    finally:
+        receiver.close()
+
+    delivery = delivery_of(prompt_id)
+    attempts = list(delivery.attempts.all())
+    assert delivery.status == "delivered"
+    assert [(a.number, a.status_code) for a in attempts] == [(1, 500), (2, 500), (3, 204)]
+    assert attempts[0].error == "the receiver answered HTTP 500" and attempts[2].error == ""
+    for n in (1, 2):  # never earlier than the backoff allows (doubling, at most 20 % early)
+        gap = (attempts[n].started_at - attempts[n - 1].started_at).total_seconds()
+        assert gap >= 0.8 * RETRY_BASE * 2 ** (n - 1)
+    bodies = {body for _, body in receiver.requests}
+    assert len(bodies) == 1  # every attempt carries the same bytes, each freshly signed
+    assert all(verify_signature(agent.webhook_secret, body, h["Askuser-Signature"]) for h, body in receiver.requests)
+    assert [h["Askuser-Attempt"] for h, _ in receiver.requests] == ["1", "2", "3"]
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_an_unreachable_receiver_is_given_up_after_the_last_attempt(server, token):
+    closed = Receiver()
+    closed.close()  # nothing listens on its port any more
+    prompt_id = ask_with_callback(server, token, closed.url)
+
+    httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
+    until(finished(prompt_id))
+
+    delivery = delivery_of(prompt_id)
+    assert delivery.status == "failed" and delivery.finished_at is not None
+    assert [(a.number, a.status_code) for a in delivery.attempts.all()] == [(n, None) for n in range(1, ATTEMPTS + 1)]
+    assert all(a.error.startswith("ConnectError") for a in delivery.attempts.all())
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_the_request_that_resolves_the_prompt_never_waits_for_the_delivery(server, receiver, token):
+    receiver.release.clear()  # the receiver holds every request until told
+    prompt_id = ask_with_callback(server, token, receiver.url)
+
+    cancelled = httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token), timeout=DEADLINE)
+    until(lambda: len(receiver.requests) == 1)  # the delivery is in flight, held by the receiver…
+    assert cancelled.status_code == 200  # …and the cancel has long returned
+    assert delivery_of(prompt_id).status == "pending"
+
+    receiver.release.set()
+    until(finished(prompt_id))
+    assert delivery_of(prompt_id).status == "delivered"
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_a_delivery_recorded_while_the_server_was_down_is_sent_after_the_restart(webhook_env, receiver, token, owner):
+    first = DaphneServer(webhook_env).start()
+    try:
+        prompt_id = ask_with_callback(first, token, receiver.url)
+        first.kill()
+        prompt = Prompt.objects.get(pk=prompt_id)
+        services.answer(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+        assert delivery_of(prompt_id).status == "pending"
+
+        second = DaphneServer(webhook_env, port=first.port).start()
+        try:
+            until(finished(prompt_id))
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+
+    [(_, body)] = receiver.requests
+    assert json.loads(body)["answers"] == {"answers": {"deploy_target": ["Production"]}}
+
+
+@pytest.mark.django_db
+def test_a_prompt_without_a_callback_url_records_no_delivery(api, owner):
+    prompt = Prompt.objects.get(pk=api.ask().json()["id"])
+    services.answer(prompt, {"deploy_target": "Production"}, by=owner)
+
+    assert not WebhookDelivery.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("ftp://agent.example.com/hook", "must be an http:// or https:// URL with a host"),
+        ("https:///hook", "must be an http:// or https:// URL with a host"),
+        ("https://user:pw@agent.example.com/hook", "must not carry credentials"),
+        ("https://agent.example.com/a hook", "must be a URL without spaces"),
+        ("https://agent.example.com:port/hook", "must be a valid http:// or https:// URL"),
+        ("https://agent.example.com/" + "h" * 2048, "must be at most 2048 characters"),
+    ],
+)
+def test_a_bad_callback_url_is_refused_with_a_clear_message_and_nothing_is_stored(api, url, message):
+    response = api.ask(payload(callback_url=url))
+
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error["path"] == "callback_url" and error["message"].startswith(message)
+    assert not Prompt.objects.exists()
+
+
+def test_the_tool_schema_leaves_callback_url_to_the_api():
+    assert "callback_url" not in contract.tool_definition()["input_schema"]["properties"]
+
+
+@pytest.mark.django_db
+def test_staff_see_each_delivery_with_its_attempts_in_the_admin(api, staff, owner):
+    prompt = Prompt.objects.get(pk=api.ask(payload(callback_url="https://agent.example.com/hook")).json()["id"])
+    services.answer(prompt, {"deploy_target": "Production"}, by=owner)
+    delivery = WebhookDelivery.objects.get()
+    failed = "the receiver answered HTTP 503"
+    delivery.attempts.create(number=1, started_at=delivery.created_at, duration_ms=12, status_code=503, error=failed)
+    browser = Client()
+    browser.force_login(staff)
+
+    listing = browser.get("/admin/askuser_app/webhookdelivery/")
+    page = browser.get(f"/admin/askuser_app/webhookdelivery/{delivery.pk}/change/")
+
+    assert listing.status_code == 200 and "https://agent.example.com/hook" in listing.content.decode()
+    assert page.status_code == 200 and failed in page.content.decode()
