@@ -143,6 +143,13 @@ class Prompt(models.Model):
             models.Index(fields=["agent", "created_at"], name="prompt_agent_created_idx"),
             # The expiry loop's query: the next pending deadline.
             models.Index(fields=["expires_at"], condition=Q(status="pending"), name="pending_deadline_idx"),
+            # The admin's history, newest first (ties by id) and by date: the list's
+            # ORDER BY … LIMIT, its date filters and hierarchy, and the dashboard's window.
+            models.Index(fields=["created_at", "id"], name="prompt_created_idx"),
+            # The list filtered by status (pending first of all), newest first.
+            models.Index(fields=["status", "created_at"], name="prompt_status_created_idx"),
+            # The surface filter's choices: the distinct surfaces, read off the index.
+            models.Index(fields=["surface"], name="prompt_surface_idx"),
         ]
 
     def __str__(self) -> str:

@@ -371,8 +371,12 @@ def skip_all(prompt: Prompt, *, by: AbstractBaseUser | None, surface: str = "api
     return _no_answer(prompt, Reason.SKIPPED, PromptEvent.Kind.SKIPPED, by=by, surface=surface)
 
 
-def cancel(prompt: Prompt, *, agent: Agent) -> Prompt:
-    return _no_answer(prompt, Reason.CANCELLED, PromptEvent.Kind.CANCELLED, actor=f"agent {agent.name}", surface="api")
+def cancel(
+    prompt: Prompt, *, agent: Agent | None = None, by: AbstractBaseUser | None = None, surface: str = "api"
+) -> Prompt:
+    """Cancel a pending prompt: its agent through the API, or staff (``by=``, ``surface="admin"``)."""
+    actor = f"agent {agent.name}" if agent is not None else ""
+    return _no_answer(prompt, Reason.CANCELLED, PromptEvent.Kind.CANCELLED, by=by, actor=actor, surface=surface)
 
 
 @dataclass(frozen=True)
@@ -627,7 +631,7 @@ SURFACE_WORDS = {
     "web": "on the web",
     "text": "by a text reply",
     "api": "through the API",
-    "admin": "by staff in the admin",
+    "admin": "in the admin",
 }
 
 
@@ -636,11 +640,12 @@ def describe_resolution(prompt: Prompt) -> str:
     when = clock(prompt.resolved_at)
     where = SURFACE_WORDS.get(prompt.surface, f"on {prompt.surface}")
     who = f" by {prompt.resolved_by.get_username()}" if prompt.resolved_by_id else ""
+    canceller = f"{who} {where}" if who else " by the agent"
     if prompt.status == Prompt.Status.ANSWERED:
         return f"This prompt was already answered {where}{who} at {when}."
     return {
         Reason.EXPIRED: f"This prompt expired at {when}; answers are accepted only before the deadline.",
-        Reason.CANCELLED: f"This prompt was cancelled by the agent at {when}.",
+        Reason.CANCELLED: f"This prompt was cancelled{canceller} at {when}.",
         Reason.ABORTED: f"This prompt was cancelled at {when} because the agent's run was aborted.",
         Reason.SKIPPED: f"This prompt was already skipped {where}{who} at {when}.",
     }.get(prompt.reason, "This prompt is still pending.")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
-from askuser_app import services
+from askuser_app import contract, services
 from askuser_app.agentauth import hash_token
-from askuser_app.models import Agent, Session
+from askuser_app.models import Agent, Prompt, PromptEvent, Run, Session
 
 DEMO_USER = "demo"
 DEMO_PASSWORD = "demo"
@@ -30,12 +34,15 @@ class Command(BaseCommand):
         user = self.demo_user()
         token = self.demo_token(user)
         self.welcome(user)
+        seeded = seed_history(user, Agent.objects.get(token_hash=hash_token(token)))
         self.stdout.write(
             f"\naskuser is starting on {url}/\n"
             f"  Log in as:         {DEMO_USER} / {DEMO_PASSWORD}   (staff: {url}/admin/)\n"
             f"  Demo agent token:  {token}\n"
             f"                     (also in {self.token_path()}; export ASKUSER_TOKEN=$(cat {self.token_path()}))\n"
             f"  Demo agent:        .venv/bin/python manage.py demo_agent   (in a second terminal)\n"
+            f"  Question history:  {url}/admin/askuser_app/prompt/"
+            f"{f'   ({seeded} demo prompts from the last days added)' if seeded else ''}\n"
         )
 
     def demo_user(self):
@@ -69,3 +76,158 @@ class Command(BaseCommand):
         path.write_text(token + "\n")
         path.chmod(0o600)
         return token
+
+
+# --- a few days of demo history, so the admin has something to show -------------
+
+HISTORY_SESSION = "demo-history"
+
+DEPLOY = {
+    "id": "deploy_target",
+    "header": "Deploy",
+    "question": "Where should this release go first?",
+    "options": [{"label": "Staging (Recommended)", "description": "Safe, reversible"}, {"label": "Production"}],
+}
+TESTS = {
+    "id": "test_suites",
+    "header": "Tests",
+    "question": "Which test suites should run before the merge?",
+    "options": [
+        {"label": "Unit (Recommended)", "description": "Two minutes"},
+        {"label": "Integration", "description": "Fifteen minutes, needs the staging database"},
+        {"label": "End-to-end", "description": "An hour"},
+    ],
+    "multiSelect": True,
+}
+BRANCH = {
+    "id": "branch_name",
+    "header": "Branch",
+    "question": "What should the release branch be called?",
+    "options": [{"label": "release/next (Recommended)"}, {"label": "release/v2"}],
+}
+
+
+def _question(qid: str, header: str, text: str, *labels: str) -> dict[str, Any]:
+    return {"id": qid, "header": header, "question": text, "options": [{"label": label} for label in labels]}
+
+
+# (days ago, time of day, questions, outcome, seconds it took, answers, surface)
+DEMO_HISTORY: list[tuple[int, str, list[dict[str, Any]], str, int, dict[str, Any], str]] = [
+    (
+        4,
+        "10:20",
+        [_question("database", "Database", "Which database should staging use?", "PostgreSQL (Recommended)", "SQLite")],
+        "answer",
+        95,
+        {"database": "PostgreSQL (Recommended)"},
+        "web",
+    ),
+    (
+        3,
+        "16:45",
+        [
+            _question(
+                "rotate_keys",
+                "API keys",
+                "Should I rotate the payment provider's API keys now?",
+                "Rotate tonight (Recommended)",
+                "Rotate now",
+                "Leave them",
+            )
+        ],
+        "expire",
+        900,
+        {},
+        "",
+    ),
+    (
+        2,
+        "11:05",
+        [
+            _question(
+                "notes_style",
+                "Changelog",
+                "Which style should the release notes follow?",
+                "Keep a Changelog (Recommended)",
+                "GitHub releases",
+            )
+        ],
+        "skip",
+        20,
+        {},
+        "web",
+    ),
+    (1, "09:12", [DEPLOY], "answer", 42, {"deploy_target": "Staging (Recommended)"}, "web"),
+    (
+        1,
+        "14:30",
+        [TESTS, BRANCH],
+        "answer",
+        190,
+        {"test_suites": ["Unit (Recommended)", "Integration"], "branch_name": "release/2026-12"},
+        "text",
+    ),
+    (
+        1,
+        "17:50",
+        [
+            _question(
+                "migration_window",
+                "Migration",
+                "Should I run the database migration during business hours?",
+                "Wait for the night window (Recommended)",
+                "Run it now",
+            )
+        ],
+        "cancel",
+        120,
+        {},
+        "",
+    ),
+]
+
+
+def seed_history(user, agent: Agent) -> int:
+    """Ask and resolve a few prompts through the services, then move them into the
+    last days. Only for a demo user without any history; the timestamp rewrite
+    below is for this demo data and nothing else."""
+    if Prompt.objects.filter(session__owner=user).exists():
+        return 0
+    today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    for days_ago, clock, questions, outcome, seconds, answers, surface in DEMO_HISTORY:
+        hour, minute = map(int, clock.split(":"))
+        created = today - timedelta(days=days_ago) + timedelta(hours=hour, minutes=minute)
+        request = contract.parse_create({"session": HISTORY_SESSION, "questions": questions})
+        prompt = services.ask(agent, request).prompt
+        _resolve(prompt, outcome, user, agent, answers, surface)
+        _backdate(prompt, created, timedelta(seconds=seconds))
+    first = today - timedelta(days=max(entry[0] for entry in DEMO_HISTORY))
+    Session.objects.filter(owner=user, key=HISTORY_SESSION).update(created_at=first)
+    Run.objects.filter(session__owner=user, session__key=HISTORY_SESSION).update(created_at=first)
+    return len(DEMO_HISTORY)
+
+
+def _resolve(prompt: Prompt, outcome: str, user, agent: Agent, answers: dict[str, Any], surface: str) -> None:
+    if outcome == "answer":
+        services.answer(prompt, answers, by=user, surface=surface)
+    elif outcome == "skip":
+        services.skip_all(prompt, by=user, surface=surface)
+    elif outcome == "cancel":
+        services.cancel(prompt, agent=agent)
+    else:
+        Prompt.objects.filter(pk=prompt.pk).update(expires_at=timezone.now())
+        prompt.refresh_from_db()
+        services.expire(prompt)
+
+
+def _backdate(prompt: Prompt, created: datetime, took: timedelta) -> None:
+    prompt.refresh_from_db()
+    expires = created + timedelta(seconds=prompt.timeout_seconds)
+    resolved = expires if prompt.reason == Prompt.Reason.EXPIRED else created + took
+    result = {**prompt.result, "resolved_at": contract.iso(resolved)}
+    Prompt.objects.filter(pk=prompt.pk).update(
+        created_at=created, expires_at=expires, resolved_at=resolved, result=result
+    )
+    events = PromptEvent.objects.filter(prompt=prompt)
+    events.filter(kind=PromptEvent.Kind.CREATED).update(at=created)
+    events.exclude(kind=PromptEvent.Kind.CREATED).update(at=resolved, detail={"deadline": contract.iso(expires)})
