@@ -1,0 +1,200 @@
+"""Who may do what: every route × every role, in one table.
+
+Roles: anonymous, the agent token of owner A, the agent token of owner B, a
+revoked token of owner A, user A (the owner), user B, and staff. Owner A has
+session ``s-a`` with a pending prompt and a run ``run-a``. The last test
+walks every route the server has (Django's, the long-polls, the WebSockets)
+and fails for any route that has no rule here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from askuser_app import contract, longpoll, routing, services
+from controlui.asgi import application
+
+from .conftest import AsgiResponse, asgi_get, make_user, payload
+
+ROLES = ["anonymous", "token_a", "token_b", "revoked", "user_a", "user_b", "staff"]
+AGENTS = ("token_a", "token_b", "revoked")
+USERS = ("user_a", "user_b", "staff")
+
+
+class World:
+    def __init__(self) -> None:
+        self.alice, self.bob = make_user("alice"), make_user("bob")
+        self.staff = make_user("sam", is_staff=True, is_superuser=True)
+        agent_a, self.token_a = services.create_agent("a", self.alice)
+        _, self.token_b = services.create_agent("b", self.bob)
+        revoked, self.revoked = services.create_agent("old", self.alice)
+        services.revoke_agent(revoked)
+        self.prompt = services.ask(agent_a, contract.parse_create(payload(session="s-a", run_id="run-a"))).prompt
+        services.post_agent_message(agent_a, "s-a", "hello")
+
+    def headers(self, role: str) -> dict[str, str]:
+        token = {"token_a": self.token_a, "token_b": self.token_b, "revoked": self.revoked}.get(role)
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def client(self, role: str) -> Client:
+        client = Client()
+        user = {"user_a": self.alice, "user_b": self.bob, "staff": self.staff}.get(role)
+        if user is not None:
+            client.force_login(user)
+        return client
+
+    def request(self, role: str, method: str, path: str, body=None, form=None) -> int:
+        path = path.replace("{prompt}", str(self.prompt.pk))
+        client = self.client(role)
+        if method == "GET" and longpoll.route(path.split("?")[0]):
+            cookie = client.cookies.get("sessionid")
+            headers = {**self.headers(role), **({"Cookie": f"sessionid={cookie.value}"} if cookie else {})}
+            return async_to_sync(asgi_get)(path, headers).status_code
+        if method == "GET":
+            return client.get(path, headers=self.headers(role)).status_code
+        if form is not None:
+            return client.post(path, form, headers=self.headers(role)).status_code
+        data = json.dumps(body or {})
+        return client.post(path, data, content_type="application/json", headers=self.headers(role)).status_code
+
+
+def expect(default: int, **by_role: int) -> dict[str, int]:
+    return {role: by_role.get(role, default) for role in ROLES}
+
+
+def for_agents(ok: int, *, b: int = 404, users: int = 401) -> dict[str, int]:
+    """An agent endpoint: A allowed, B's token does not see A's things, no login counts."""
+    return expect(users, token_a=ok, token_b=b, revoked=401, anonymous=401)
+
+
+def for_people(ok: int, *, b: int = 404, staff: int = 404, anonymous: int = 302) -> dict[str, int]:
+    """A Control UI page: the owner only; tokens are not logins."""
+    return expect(anonymous, user_a=ok, user_b=b, staff=staff)
+
+
+STAFF_ONLY = expect(302, staff=200)
+NEW_PROMPT = payload(session="fresh")
+
+# (route as the server knows it, method, concrete path, request data, expected status by role)
+HTTP_RULES = [
+    ("api/v1/prompts", "POST", "/api/v1/prompts", {"body": NEW_PROMPT}, for_agents(201, b=201)),
+    ("api/v1/prompts/<prompt_id>", "GET", "/api/v1/prompts/{prompt}", {}, for_agents(200)),
+    ("api/v1/prompts/<prompt_id>", "GET", "/api/v1/prompts/{prompt}?wait=0.01", {}, for_agents(200)),
+    ("api/v1/prompts/<prompt_id>/cancel", "POST", "/api/v1/prompts/{prompt}/cancel", {}, for_agents(200)),
+    ("api/v1/runs/<run_id>/abort", "POST", "/api/v1/runs/run-a/abort", {}, for_agents(200, b=200)),
+    (
+        "api/v1/sessions/<key>/messages",
+        "POST",
+        "/api/v1/sessions/s-a/messages",
+        {"body": {"text": "hi"}},
+        for_agents(201, b=201),
+    ),
+    ("api/v1/sessions/<key>/messages", "GET", "/api/v1/sessions/s-a/messages", {}, for_agents(200)),
+    ("api/v1/tool", "GET", "/api/v1/tool", {}, expect(200)),
+    ("api/v1/", "GET", "/api/v1/", {}, expect(404)),  # the API's root has nothing to show
+    ("api/v1/openapi.json", "GET", "/api/v1/openapi.json", {}, expect(200)),
+    ("api/v1/docs", "GET", "/api/v1/docs", {}, expect(200)),
+    ("", "GET", "/", {}, for_people(200, b=200, staff=200)),
+    ("login/", "GET", "/login/", {}, expect(200, user_a=302, user_b=302, staff=302)),
+    ("logout/", "POST", "/logout/", {"form": {}}, expect(302)),
+    ("s/<str:key>/", "GET", "/s/s-a/", {}, for_people(200)),
+    ("s/<str:key>/messages", "POST", "/s/s-a/messages", {"form": {"text": "two"}}, for_people(302)),
+    (
+        "s/<str:key>/prompts/<uuid:prompt_id>/answer",
+        "POST",
+        "/s/s-a/prompts/{prompt}/answer",
+        {"form": {"q-deploy_target": "1", "action": "answer"}},
+        for_people(302),
+    ),
+    ("admin/", "GET", "/admin/", {}, STAFF_ONLY),
+    ("admin/", "GET", "/admin/askuser_app/prompt/", {}, STAFF_ONLY),
+    ("admin/", "GET", "/admin/askuser_app/agent/", {}, STAFF_ONLY),
+    ("admin/", "GET", "/admin/auth/user/", {}, STAFF_ONLY),
+]
+
+# Routes served in front of Django.
+ASGI_RULES = {"/healthz": expect(200), "/mcp": expect(401, token_a=406, token_b=406)}
+
+# WebSocket routes: may the role open the socket?
+WS_RULES = [
+    ("ws/sessions/", "/ws/sessions/", expect(False, user_a=True, user_b=True, staff=True)),
+    ("ws/sessions/<str:key>/", "/ws/sessions/s-a/", expect(False, user_a=True)),
+]
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize(
+    ("route", "method", "path", "data", "expected"), HTTP_RULES, ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_http_access(db, route, method, path, data, expected, role):
+    world = World()
+
+    status = world.request(role, method, path, **data)
+
+    assert status == expected[role], f"{role} {method} {path}: {status}, expected {expected[role]}"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize(("path", "expected"), ASGI_RULES.items())
+def test_routes_in_front_of_django(path, expected, role):
+    world = World()
+    headers = {**world.headers(role), "Accept": "application/json"}
+
+    async def get() -> AsgiResponse:
+        return await asgi_get(path, headers)
+
+    assert async_to_sync(get)().status_code == expected[role]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize(("route", "path", "expected"), WS_RULES)
+async def test_websocket_access(route, path, expected, role):
+    from askuser_app.asyncdb import database_call
+
+    world = await database_call(World)()
+    client = await database_call(world.client)(role)
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    if "sessionid" in client.cookies:
+        headers.append((b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()))
+    socket = WebsocketCommunicator(application, path, headers=headers)
+
+    connected, _ = await socket.connect(timeout=10)
+
+    assert connected is expected[role]
+    await socket.disconnect()
+
+
+def django_routes(resolver: URLResolver | None = None, prefix: str = "") -> list[str]:
+    routes = []
+    for entry in (resolver or get_resolver()).url_patterns:
+        route = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            routes += [route] if route == "admin/" else django_routes(entry, route)
+        elif isinstance(entry, URLPattern):
+            routes.append(route)
+    return routes
+
+
+def longpoll_route(pattern: re.Pattern[str]) -> str:
+    """``^/api/v1/prompts/(?P<prompt_id>[^/]+)/?$`` as ``api/v1/prompts/<prompt_id>``."""
+    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"<\1>", pattern.pattern).strip("^$").lstrip("/").removesuffix("/?")
+
+
+def test_every_route_has_an_access_rule():
+    """A new endpoint without a row above fails here."""
+    ruled = {rule[0] for rule in HTTP_RULES} | {rule[0] for rule in WS_RULES}
+    known = set(django_routes())
+    known |= {longpoll_route(pattern) for pattern, _ in longpoll.ROUTES}
+    known |= {str(entry.pattern) for entry in routing.websocket_urlpatterns}
+
+    assert known - ruled == set(), f"routes without an access rule: {sorted(known - ruled)}"
+    assert set(ASGI_RULES) == {"/healthz", "/mcp"}
