@@ -15,7 +15,6 @@ repeats by the ``Askuser-Delivery`` header (or the result's ``id``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import random
@@ -31,6 +30,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from .asyncdb import database_call
+from .background import Loop
 from .client import SIGNATURE_HEADER, sign
 
 if TYPE_CHECKING:
@@ -42,10 +42,6 @@ RECHECK = 5.0  # deliveries recorded by other processes are seen within this
 CONCURRENCY = 16  # attempts in flight per process, so one slow receiver delays no other
 BACKOFF_CAP = 1800.0
 EXCERPT = 500
-
-_loop: asyncio.AbstractEventLoop | None = None
-_task: asyncio.Task[None] | None = None
-_wake: asyncio.Event | None = None
 
 
 def attempts_allowed() -> int:
@@ -75,38 +71,21 @@ def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
 # --- the delivery loop ------------------------------------------------------------------
 
 
-def ensure_running() -> None:
-    """Start the loop in the running event loop, once."""
-    global _loop, _task, _wake
-    loop = asyncio.get_running_loop()
-    if _task is not None and not _task.done() and _loop is loop:
-        return
-    _loop, _wake = loop, asyncio.Event()
-    _task = loop.create_task(_run(_wake))
+_sending: set[asyncio.Task[None]] = set()
 
 
-def wake() -> None:
-    """Called from any thread once a delivery was committed here."""
-    if _loop is not None and _wake is not None and not _loop.is_closed():
-        _loop.call_soon_threadsafe(_wake.set)
+async def _turn() -> datetime | None:
+    """Start the attempts now due (a bounded number at once); the next is due when?"""
+    for claimed in await database_call(claim_due)(CONCURRENCY - len(_sending)):
+        task = asyncio.ensure_future(_attempt(claimed))
+        _sending.add(task)
+        task.add_done_callback(_sending.discard)
+    return await database_call(next_due)()
 
 
-async def _run(wake: asyncio.Event) -> None:
-    sending: set[asyncio.Task[None]] = set()
-    while True:
-        wake.clear()
-        upcoming = None
-        try:
-            for claimed in await database_call(claim_due)(CONCURRENCY - len(sending)):
-                task = asyncio.ensure_future(_attempt(claimed, wake))
-                sending.add(task)
-                task.add_done_callback(sending.discard)
-            upcoming = await database_call(next_due)()
-        except Exception:
-            log.exception("Delivering webhooks failed; trying again shortly.")
-        delay = RECHECK if upcoming is None else (upcoming - timezone.now()).total_seconds()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wake.wait(), timeout=min(max(delay, 0.0), RECHECK))
+loop = Loop("Delivering webhooks", _turn, recheck=RECHECK)
+ensure_running = loop.ensure_running
+wake = loop.wake
 
 
 @dataclass(frozen=True)
@@ -149,7 +128,7 @@ def next_due() -> datetime | None:
     return pending.aggregate(at=Min("next_attempt_at"))["at"]
 
 
-async def _attempt(claimed: Claimed, wake: asyncio.Event) -> None:
+async def _attempt(claimed: Claimed) -> None:
     started_at, began = timezone.now(), time.monotonic()
     status, error, excerpt = await send(claimed)
     duration_ms = round((time.monotonic() - began) * 1000)
@@ -157,7 +136,7 @@ async def _attempt(claimed: Claimed, wake: asyncio.Event) -> None:
         await database_call(record)(claimed, started_at, duration_ms, status, error, excerpt)
     except Exception:
         log.exception("Recording webhook attempt %s of delivery %s failed.", claimed.number, claimed.delivery_id)
-    wake.set()  # the loop may be sleeping past this delivery's next attempt
+    loop.wake()  # the loop may be sleeping past this delivery's next attempt
 
 
 async def send(claimed: Claimed) -> tuple[int | None, str, str]:

@@ -1,0 +1,55 @@
+"""Background work inside each server process: the deadline and delivery loops.
+
+Daphne does not speak the ASGI lifespan protocol, so a loop starts on its
+process's first request (and at start-up where lifespan is spoken). Each
+turn does its work and sleeps until the moment the work names, or at most
+``recheck`` seconds (to see what other processes recorded), or until this
+process wakes it after committing something new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from django.utils import timezone
+
+log = logging.getLogger("askuser")
+
+
+class Loop:
+    def __init__(self, name: str, turn: Callable[[], Awaitable[datetime | None]], *, recheck: float = 5.0) -> None:
+        self.name = name
+        self.turn = turn  # does the work; returns when the next turn is due, if it knows
+        self.recheck = recheck
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.woken: asyncio.Event | None = None
+
+    def ensure_running(self) -> None:
+        """Start in the running event loop, once."""
+        loop = asyncio.get_running_loop()
+        if self.task is not None and not self.task.done() and self.loop is loop:
+            return
+        self.loop, self.woken = loop, asyncio.Event()
+        self.task = loop.create_task(self.run(self.woken))
+
+    def wake(self) -> None:
+        """From any thread: something new is due sooner than the loop thinks."""
+        if self.loop is not None and self.woken is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.woken.set)
+
+    async def run(self, woken: asyncio.Event) -> None:
+        while True:
+            woken.clear()  # before the work, so a wake during it is not lost
+            try:
+                upcoming = await self.turn()
+            except Exception:
+                log.exception("%s failed; trying again shortly.", self.name)
+                upcoming = None
+            delay = self.recheck if upcoming is None else (upcoming - timezone.now()).total_seconds()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), timeout=min(max(delay, 0.0), self.recheck))
