@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import json
@@ -46,11 +47,29 @@ QUESTION = {
 }
 
 
+EXTRAS = {
+    "id": "extras",
+    "header": "Extras",
+    "question": "Which extras should ship with it?",
+    "options": [{"label": "Docs", "description": "Update the guides"}, {"label": "Changelog"}, {"label": "Blog post"}],
+    "multiSelect": True,
+}
+
+
 def payload(*questions: dict[str, Any], **fields: Any) -> dict[str, Any]:
     """A valid create body; override any field."""
     body = {"session": "support-42", "questions": [copy.deepcopy(q) for q in questions] or [copy.deepcopy(QUESTION)]}
     body.update(fields)
     return body
+
+
+async def until(condition, within: float = 10) -> None:
+    """Yield to the event loop until ``condition()`` holds; fail after ``within`` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + within
+    while not condition():
+        assert loop.time() < end, "condition not reached in time"
+        await asyncio.sleep(0.005)
 
 
 @pytest.fixture(autouse=True)

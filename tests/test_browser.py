@@ -23,7 +23,7 @@ from django.utils import timezone
 from askuser_app import services
 from askuser_app.models import Prompt
 
-from .conftest import PASSWORD, QUESTION, payload
+from .conftest import EXTRAS, PASSWORD, QUESTION, payload
 from .servers import DaphneServer
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="install the test requirements (make test does)")
@@ -39,14 +39,6 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
     pytest.mark.django_db(transaction=True),
 ]
-
-EXTRAS = {
-    "id": "extras",
-    "header": "Extras",
-    "question": "Which extras should ship with it?",
-    "options": [{"label": "Docs", "description": "Update the guides"}, {"label": "Changelog"}, {"label": "Blog post"}],
-    "multiSelect": True,
-}
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,7 @@ from django.utils import timezone
 from askuser_app import contract, services
 from askuser_app.models import Answer, Prompt, PromptEvent
 
-from .conftest import QUESTION, payload
-
-EXTRAS = {
-    "id": "extras",
-    "header": "Extras",
-    "question": "Which extras should ship with it?",
-    "options": [{"label": "Docs"}, {"label": "Changelog, short"}, {"label": "Blog post"}],
-    "multiSelect": True,
-}
+from .conftest import EXTRAS, QUESTION, payload
 
 
 def ask(agent, *questions, **fields):

@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from askuser_app import contract, services
 from askuser_app.models import Prompt
 
-from .conftest import QUESTION
+from .conftest import QUESTION, until
 from .servers import ROOT, DaphneServer
 from .test_client import DEADLINE, pending_prompt, until_async
 from .test_live import auth
@@ -62,14 +62,6 @@ class Progress(list):
         self.append((progress, message))
 
 
-async def until(condition, within: float = DEADLINE) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + within
-    while not condition():
-        assert loop.time() < end, "condition not reached in time"
-        await asyncio.sleep(0.02)
-
-
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_ask_user_is_listed_exactly_as_the_api_defines_it(transport, server, token, tmp_path):
     async with mcp_client(transport, server, token, tmp_path) as client:
@@ -88,7 +80,7 @@ async def test_a_stdio_call_blocks_until_the_answer_and_reports_progress_meanwhi
             client.call_tool("ask_user", {"questions": [QUESTION]}, progress_callback=progress)
         )
         prompt = await until_async(pending_prompt)
-        await until(lambda: len(progress) >= 2)
+        await until(lambda: len(progress) >= 2, within=DEADLINE)
         assert not call.done()
         await sync_to_async(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
         result = await asyncio.wait_for(call, DEADLINE)
@@ -109,7 +101,7 @@ async def test_an_http_call_blocks_until_resolved_and_reports_progress_meanwhile
             client.call_tool("ask_user", {"questions": [QUESTION], "timeoutSeconds": 60}, progress_callback=progress)
         )
         prompt = await until_async(lambda: pending_prompt("support-9"))
-        await until(lambda: len(progress) >= 2)
+        await until(lambda: len(progress) >= 2, within=DEADLINE)
         assert not call.done()
         async with httpx.AsyncClient(headers=auth(token)) as http:
             cancelled = await http.post(f"{server.url}/api/v1/prompts/{prompt.pk}/cancel")

@@ -8,15 +8,7 @@ from django.test import Client
 from askuser_app import contract, services
 from askuser_app.models import Message, Prompt
 
-from .conftest import QUESTION, AgentClient, payload
-
-EXTRAS = {
-    "id": "extras",
-    "header": "Extras",
-    "question": "Which extras should ship with it?",
-    "options": [{"label": "Docs"}, {"label": "Changelog"}, {"label": "Blog post"}],
-    "multiSelect": True,
-}
+from .conftest import EXTRAS, QUESTION, AgentClient, payload
 
 
 @pytest.fixture

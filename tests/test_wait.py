@@ -14,20 +14,11 @@ from askuser_app.asyncdb import database_call
 from askuser_app.models import Prompt
 from controlui.asgi import application
 
-from .conftest import asgi_get
+from .conftest import asgi_get, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DEADLINE = 10  # seconds any single step may take before the test fails
-
-
-async def until(condition, within: float = DEADLINE) -> None:
-    """Yield to the event loop until ``condition()`` holds."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + within
-    while not condition():
-        assert loop.time() < end, "condition not reached in time"
-        await asyncio.sleep(0.005)
 
 
 def parked(prompt: Prompt, count: int = 1):
