@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
@@ -28,6 +30,8 @@ class Loop:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Task[None] | None = None
         self.woken: asyncio.Event | None = None
+        # When the sleeping loop wakes by itself (a timestamp); infinity while it works.
+        self.wakes_at = math.inf
 
     def ensure_running(self) -> None:
         """Start in the running event loop, once."""
@@ -37,19 +41,27 @@ class Loop:
         self.loop, self.woken = loop, asyncio.Event()
         self.task = loop.create_task(self.run(self.woken))
 
-    def wake(self) -> None:
-        """From any thread: something new is due sooner than the loop thinks."""
+    def wake(self, due: datetime | None = None) -> None:
+        """From any thread: something new is due (at ``due``, or now).
+
+        A loop that will wake before ``due`` anyway is left asleep, so a burst
+        of new prompts costs no extra turns."""
+        if due is not None and due.timestamp() >= self.wakes_at:
+            return
         if self.loop is not None and self.woken is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.woken.set)
 
     async def run(self, woken: asyncio.Event) -> None:
         while True:
             woken.clear()  # before the work, so a wake during it is not lost
+            self.wakes_at = math.inf
             try:
                 upcoming = await self.turn()
             except Exception:
                 log.exception("%s failed; trying again shortly.", self.name)
                 upcoming = None
             delay = self.recheck if upcoming is None else (upcoming - timezone.now()).total_seconds()
+            sleep = min(max(delay, 0.0), self.recheck)
+            self.wakes_at = time.time() + sleep
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), timeout=min(max(delay, 0.0), self.recheck))
+                await asyncio.wait_for(woken.wait(), timeout=sleep)

@@ -28,4 +28,4 @@ ensure_running = loop.ensure_running
 
 def deadline_added(expires_at: datetime) -> None:
     """Called from any thread after a prompt is created here."""
-    loop.wake()
+    loop.wake(expires_at)
