@@ -129,8 +129,9 @@ class Hub:
     async def listen(self, group: str) -> AsyncIterator[Inbox]:
         """Deliver the group's messages to an inbox while the block runs."""
         inbox = Inbox()
-        await self._join(group, inbox)
         try:
+            # Inside the try: a request cancelled while subscribing still leaves.
+            await self._join(group, inbox)
             yield inbox
         finally:
             await asyncio.shield(self._leave(group, inbox))

@@ -162,3 +162,21 @@ async def test_a_wait_checks_the_token_first(asked, other_token):
 
     assert (unknown.status_code, foreign.status_code, malformed.status_code) == (401, 404, 401)
     assert realtime.hub().inboxes == {}
+
+
+async def test_a_wait_cancelled_while_subscribing_leaves_nothing_behind(asked, token, monkeypatch):
+    hub = realtime.hub()
+    subscribing = asyncio.Event()
+
+    async def slow_group_add(group, channel):
+        subscribing.set()
+        await asyncio.Event().wait()  # a layer that never answers
+
+    monkeypatch.setattr(hub.layer, "group_add", slow_group_add)
+    waiting = start_wait(token, asked)
+    await asyncio.wait_for(subscribing.wait(), DEADLINE)
+
+    waiting.cancel()
+
+    await until(lambda: hub.inboxes == {})
+    assert hub.waiting == 0
