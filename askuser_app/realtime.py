@@ -132,6 +132,7 @@ class Hub:
         try:
             # Inside the try: a request cancelled while subscribing still leaves.
             await self._join(group, inbox)
+            _honour_cancellation()
             yield inbox
         finally:
             await asyncio.shield(self._leave(group, inbox))
@@ -176,6 +177,17 @@ class Hub:
                 continue
             for inbox in self.inboxes.get(message.get("group", ""), ()):
                 inbox.put_nowait(message)
+
+
+def _honour_cancellation() -> None:
+    """Raise the cancellation a layer call swallowed.
+
+    redis-py can absorb a cancellation that arrives mid-command (a client
+    hanging up while its wait subscribes); the request must still stop
+    instead of waiting out its whole bounded wait."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
