@@ -27,6 +27,9 @@ ROLES = ["anonymous", "token_a", "token_b", "revoked", "user_a", "user_b", "staf
 AGENTS = ("token_a", "token_b", "revoked")
 USERS = ("user_a", "user_b", "staff")
 
+# Every refusal here is decided before any storage or channel-layer call differs.
+pytestmark = pytest.mark.backend_neutral
+
 
 class World:
     def __init__(self) -> None:

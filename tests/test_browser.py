@@ -36,6 +36,8 @@ WAIT_MS = 10_000
 pytestmark = [
     pytest.mark.live,
     pytest.mark.browser,
+    # The pushes these pages show are proven over Redis by test_consumers and test_scaled.
+    pytest.mark.backend_neutral,
     pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
     pytest.mark.django_db(transaction=True),
 ]

@@ -27,11 +27,20 @@ from askuser_app.client import (
 from askuser_app.models import Prompt
 
 from .conftest import QUESTION
+from .servers import DaphneServer
 from .test_live import auth, wait_until_parked
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 DEADLINE = 20  # seconds any awaited condition may take before the test fails
+
+
+@pytest.fixture(scope="module")
+def server(server_env):
+    """One Daphne for the tests that do not restart theirs."""
+    daphne = DaphneServer(server_env).start()
+    yield daphne
+    daphne.stop()
 
 
 def until(condition, within: float = DEADLINE) -> None:
@@ -45,8 +54,7 @@ def pending_prompt(session: str = "support-42") -> Prompt | None:
     return Prompt.objects.filter(session__key=session, status="pending").first()
 
 
-def test_ask_blocks_until_the_answer_and_returns_exactly_the_result(start_server, token, owner):
-    server = start_server()
+def test_ask_blocks_until_the_answer_and_returns_exactly_the_result(server, token, owner):
     # wait=1: in the embedded mode an answer given in this process wakes no wait in the server's.
     with AskUserClient(server.url, token, wait=1) as client, concurrent.futures.ThreadPoolExecutor() as pool:
         asking = pool.submit(client.ask, [QUESTION], session="support-42", timeout_seconds=120)
@@ -63,8 +71,7 @@ def test_ask_blocks_until_the_answer_and_returns_exactly_the_result(start_server
     assert prompt.timeout_seconds == 120
 
 
-async def test_the_async_client_is_woken_by_a_cancel_on_the_server(start_server, token):
-    server = await sync_to_async(start_server)()
+async def test_the_async_client_is_woken_by_a_cancel_on_the_server(server, token):
     async with AsyncAskUserClient(server.url, token, session="support-42") as client:
         asking = asyncio.ensure_future(client.ask({"questions": [QUESTION], "timeoutSeconds": 60}))
         prompt = await until_async(pending_prompt)
@@ -85,8 +92,7 @@ async def until_async(find, within: float = DEADLINE):
     return found
 
 
-def test_refusals_raise_typed_errors_with_the_servers_words(start_server, token):
-    server = start_server()
+def test_refusals_raise_typed_errors_with_the_servers_words(server, token):
     one_option = {**QUESTION, "options": QUESTION["options"][:1]}
     with AskUserClient(server.url, token, session="support-42") as client:
         with pytest.raises(ValidationError) as invalid:
@@ -113,8 +119,7 @@ def test_refusals_raise_typed_errors_with_the_servers_words(start_server, token)
     assert Prompt.objects.count() == 1  # only the one create above
 
 
-def test_a_retried_create_never_makes_a_second_prompt(start_server, token):
-    server = start_server()
+def test_a_retried_create_never_makes_a_second_prompt(server, token):
     drops = {"left": 2}
 
     def drop_the_first_responses(response: httpx.Response) -> None:
@@ -129,8 +134,7 @@ def test_a_retried_create_never_makes_a_second_prompt(start_server, token):
     assert list(Prompt.objects.values_list("pk", flat=True)) == [Prompt.objects.get(pk=created["id"]).pk]
 
 
-async def test_cancelling_the_async_ask_cancels_the_prompt(start_server, token):
-    server = await sync_to_async(start_server)()
+async def test_cancelling_the_async_ask_cancels_the_prompt(server, token):
     async with AsyncAskUserClient(server.url, token) as client:
         asking = asyncio.ensure_future(client.ask([QUESTION], session="support-42"))
         prompt = await until_async(pending_prompt)
@@ -143,8 +147,7 @@ async def test_cancelling_the_async_ask_cancels_the_prompt(start_server, token):
     assert (prompt.status, prompt.reason) == ("no_answer", "cancelled")
 
 
-def test_ctrl_c_during_a_wait_cancels_the_prompt(start_server, token):
-    server = start_server()
+def test_ctrl_c_during_a_wait_cancels_the_prompt(server, token):
     main = threading.get_ident()
 
     def press_ctrl_c() -> None:
@@ -161,8 +164,7 @@ def test_ctrl_c_during_a_wait_cancels_the_prompt(start_server, token):
     assert (prompt.status, prompt.reason) == ("no_answer", "cancelled")
 
 
-def test_an_interruption_before_the_create_returned_still_cancels_the_prompt(start_server, token):
-    server = start_server()
+def test_an_interruption_before_the_create_returned_still_cancels_the_prompt(server, token):
 
     def interrupt_once_created(response: httpx.Response) -> None:
         if response.request.method == "POST" and response.status_code == 201 and not seen:
@@ -207,8 +209,7 @@ def test_a_restarted_server_wakes_the_client_with_an_answer_given_after_the_rest
     assert result == cancelled.json()
 
 
-def test_ask_uses_the_clients_session_and_the_given_run(start_server, token):
-    server = start_server()
+def test_ask_uses_the_clients_session_and_the_given_run(server, token):
     with AskUserClient(server.url, token, session="support-7") as client:
         created = client.create({"questions": [QUESTION]}, run_id="run-1", timeout_seconds=45)
 
