@@ -115,7 +115,8 @@ def database_config() -> dict:
     if config.get("ENGINE", "django.db.backends.sqlite3") == "django.db.backends.sqlite3":
         name = Path(config["NAME"])
         return {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's backend, with a process's writers queued (askuser_app/sqlite3).
+            "ENGINE": "askuser_app.sqlite3",
             "NAME": name,
             "OPTIONS": SQLITE_OPTIONS,
             # A file, so that server processes started by the tests share it.
