@@ -119,6 +119,8 @@ def database_config() -> dict:
             "ENGINE": "askuser_app.sqlite3",
             "NAME": name,
             "OPTIONS": SQLITE_OPTIONS,
+            # Kept open: request threads are kept and reused (askuser_app.handler).
+            "CONN_MAX_AGE": None,
             # A file, so that server processes started by the tests share it.
             "TEST": {"NAME": name.with_name(f"test-{name.name}")},
         }
