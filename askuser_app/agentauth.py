@@ -39,7 +39,7 @@ def agent_for(authorization: str | None):
     from .models import Agent
 
     token = bearer_token(authorization)
-    agent = Agent.objects.select_related("owner").filter(token_hash=hash_token(token)).first()
+    agent = Agent.objects.filter(token_hash=hash_token(token)).first()
     if agent is None:
         raise Unauthorized("Unknown agent token.")
     if agent.revoked_at is not None:

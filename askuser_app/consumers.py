@@ -3,6 +3,7 @@ pushes the same partials the views render."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -46,9 +47,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def prompt_changed(self, event: dict[str, Any]) -> None:
         if self.session is None:
             return await self.send(text_data=await self.render(self.render_sessions))
-        await self.send(
-            text_data=await self.render(ui.render_prompt_change, self.session, event["prompt_id"], self.cookies)
-        )
+        # A prompt that just appeared has no summary to look up yet.
+        change = functools.partial(ui.render_prompt_change, appeared=event.get("status") == "pending")
+        await self.send(text_data=await self.render(change, self.session, event["prompt_id"], self.cookies))
 
     async def message_created(self, event: dict[str, Any]) -> None:
         if self.session is None:

@@ -8,6 +8,8 @@ tool definition with its model-facing guidance.
 
 from __future__ import annotations
 
+import copy
+import functools
 import unicodedata
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -459,8 +461,14 @@ Do not ask the same question again.
 """
 
 
+@functools.cache
+def _input_schema() -> dict[str, Any]:
+    # Pydantic takes milliseconds to build it; it never changes while the process runs.
+    return AskUserInput.model_json_schema()
+
+
 def tool_definition() -> dict[str, Any]:
-    schema = AskUserInput.model_json_schema()
+    schema = copy.deepcopy(_input_schema())
     return {
         "name": TOOL_NAME,
         "description": TOOL_DESCRIPTION,

@@ -46,7 +46,8 @@ def prompt_created(prompt: Prompt) -> None:
 
 def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
     waiters = (prompt_group(prompt.pk), {"type": "prompt.resolved", "result": result})
-    _announce([waiters, *_browser_messages(prompt, prompt.status)])
+    # From the result: this runs at commit, before the transition updates ``prompt`` itself.
+    _announce([waiters, *_browser_messages(prompt, result["status"])])
 
 
 def message_created(message: Message) -> None:

@@ -118,10 +118,14 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
             if earlier is not None:
                 return _replay(earlier, digest)
         _check_rate(agent)
-        session = _session_for(agent, request.session)
+        session, new_session = _session_for(agent, request.session)
         run = _run_for(agent, session, request.run_id)
-        _expire_overdue_in(session)
-        prompt, created = _insert_prompt(agent, session, run, request, idempotency_key, digest)
+        # A session made by this transaction holds no prompt yet: nothing to
+        # expire, nothing the insert could collide with but the key.
+        if not new_session:
+            _expire_overdue_in(session)
+        contested = not new_session or bool(idempotency_key)
+        prompt, created = _insert_prompt(agent, session, run, request, idempotency_key, digest, contested=contested)
         if not created:
             return _replay(prompt, digest)
         _store_questions(prompt, request)
@@ -162,11 +166,12 @@ def _replay(earlier: Prompt, digest: str) -> Asked:
     return Asked(earlier, created=False)
 
 
-def _session_for(agent: Agent, key: str) -> Session:
+def _session_for(agent: Agent, key: str) -> tuple[Session, bool]:
+    """The owner's session ``key``, and whether this call made it."""
     session, created = Session.objects.get_or_create(owner_id=agent.owner_id, key=key, defaults={"agent": agent})
     if not created and session.agent_id != agent.pk:
         Session.objects.filter(pk=session.pk).update(agent=agent)
-    return session
+    return session, created
 
 
 def _run_for(agent: Agent, session: Session, run_id: str | None) -> Run:
@@ -196,8 +201,13 @@ def _insert_prompt(
     request: contract.CreatePromptIn,
     idempotency_key: str | None,
     digest: str,
+    *,
+    contested: bool = True,
 ) -> tuple[Prompt, bool]:
-    """Insert the prompt; ``(earlier, False)`` when a concurrent create with the key won."""
+    """Insert the prompt; ``(earlier, False)`` when a concurrent create with the key won.
+
+    Only a ``contested`` insert can hit a unique constraint, so only it pays
+    for the savepoint that lets the transaction go on after one."""
     now = timezone.now()
     prompt = Prompt(
         agent=agent,
@@ -211,6 +221,9 @@ def _insert_prompt(
         request_digest=digest,
         callback_url=request.callback_url or "",
     )
+    if not contested:
+        prompt.save(force_insert=True)
+        return prompt, True
     try:
         with transaction.atomic():
             prompt.save(force_insert=True)
@@ -528,7 +541,7 @@ def post_agent_message(agent: Agent, key: str, text: Any) -> Message:
     """The agent says something in the session's chat; the session is made on first use."""
     text = _message_text(text)
     with transaction.atomic():
-        session = _session_for(agent, key)
+        session, _ = _session_for(agent, key)
         message = Message.objects.create(session=session, author=Message.Author.AGENT, text=text, agent=agent)
         transaction.on_commit(lambda: realtime.message_created(message), robust=True)
     return message

@@ -238,9 +238,11 @@ def render_notice(text: str, *, target: str = "notice") -> str:
     return render_to_string("askuser/partials/notice.html", {"text": text, "target": target, "oob": True})
 
 
-def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, str]) -> str:
-    """What a tab needs when a prompt appears or resolves: the panel, and the summary."""
-    items = [summary_item(s) for s in summaries(resolved_prompts(session, pk=prompt_id))]
+def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, str], *, appeared: bool = False) -> str:
+    """What a tab needs when a prompt appears or resolves: the panel, and the summary.
+
+    A prompt that just ``appeared`` has no summary yet; its resolution will bring one."""
+    items = [] if appeared else [summary_item(s) for s in summaries(resolved_prompts(session, pk=prompt_id))]
     return render_panel(session, cookies, oob=True) + render_appended(items)
 
 

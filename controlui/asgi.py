@@ -2,9 +2,10 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlui.settings")
+
+from askuser_app.handler import get_asgi_application
+
 # Build Django first: the routing below imports models.
 django_asgi_app = get_asgi_application()
 

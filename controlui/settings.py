@@ -115,9 +115,12 @@ def database_config() -> dict:
     if config.get("ENGINE", "django.db.backends.sqlite3") == "django.db.backends.sqlite3":
         name = Path(config["NAME"])
         return {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's backend, with a process's writers queued (askuser_app/sqlite3).
+            "ENGINE": "askuser_app.sqlite3",
             "NAME": name,
             "OPTIONS": SQLITE_OPTIONS,
+            # Kept open: request threads are kept and reused (askuser_app.handler).
+            "CONN_MAX_AGE": None,
             # A file, so that server processes started by the tests share it.
             "TEST": {"NAME": name.with_name(f"test-{name.name}")},
         }

@@ -23,6 +23,16 @@ def test_it_creates_a_pending_prompt(api, agent):
     assert list(prompt.events.values_list("kind", flat=True)) == ["created"]
 
 
+def test_a_create_in_a_new_session_is_one_short_transaction(api, django_assert_max_num_queries, settings):
+    settings.ASKUSER_RATE_LIMIT = 0
+    api.ask(payload(session="warm-up"))  # the token's first use also records it
+
+    # The token, BEGIN, the session (get, savepoint, insert, release), the
+    # run, the prompt, its questions, their options, the event, COMMIT.
+    with django_assert_max_num_queries(12):
+        assert api.ask(payload(session="fresh")).status_code == 201
+
+
 def test_a_new_prompt_reads_as_pending(api, asked):
     body = api.get(f"/prompts/{asked.pk}").json()
 

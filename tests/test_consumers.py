@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, services
+from askuser_app import contract, realtime, services
 from askuser_app.asyncdb import database_call
 from askuser_app.models import Prompt
 from controlui.asgi import application
@@ -125,6 +126,20 @@ async def test_each_kind_of_resolution_closes_the_panel_and_adds_the_summary(age
     assert '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true">' in html
     assert f'id="item-prompt-{prompt.pk}"' in html and words in html
     await tab.disconnect()
+
+
+async def test_a_change_is_announced_with_the_prompts_new_status(agent, owner, session):
+    layer = get_channel_layer()
+    listener = await layer.new_channel()
+    await layer.group_add(realtime.user_group(owner.pk), listener)
+
+    prompt = await ask(agent)
+    created = await layer.receive(listener)
+    await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+    resolved = await layer.receive(listener)
+
+    assert (created["type"], created["status"]) == ("prompt.changed", "pending")
+    assert (resolved["type"], resolved["status"]) == ("prompt.changed", "answered")
 
 
 async def test_an_expiry_closes_the_panel_live(agent, owner, session):
