@@ -104,6 +104,7 @@ def capacity_rows(table: Table, held: capacity.Held) -> None:
             passed=held.kib_per_connection < 40),
         Row("process threads while held", held.threads_held, "", floor=held.threads_base,
             target=f"≤ {spare} (no thread per waiter)", passed=held.threads_held <= spare),
+        Row("threads by /healthz while held", held.threads_healthz, ""),
         Row("GET /healthz p50 while held", held.trivial_held.p50, floor=held.trivial_idle.p50),
         Row("GET /healthz p99 while held", held.trivial_held.p99, floor=held.trivial_idle.p99, target="< 25 ms",
             passed=held.trivial_held.p99 < 25),
@@ -242,6 +243,7 @@ def main() -> int:
         servers.drop_bench_database()
         shutil.rmtree(data, ignore_errors=True)
     seconds = time.monotonic() - started
+    table.notes += servers.problems
     table.notes.append(f"load average at the end {report.load_average()}; the run took {seconds / 60:.1f} min")
     print(report.text_table(table))
     print("\n".join(table.notes))

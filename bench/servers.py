@@ -23,6 +23,7 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 
 _SECRET = secrets.token_urlsafe(50)  # one per run: sessions made by bench.prepare are valid in every server
 _running: list[Server] = []
+problems: list[str] = []  # tracebacks the servers logged, reported under the table
 
 
 def free_port() -> int:
@@ -131,6 +132,15 @@ class Server:
                 self.process.wait(10)
         if self in _running:
             _running.remove(self)
+            self.check_log()
+
+    def check_log(self) -> None:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        if "Traceback" in text:
+            last = text[text.rindex("Traceback") :].strip().splitlines()[-1]
+            problems.append(
+                f"{self.command[-1]} on {self.port} logged {text.count('Traceback')} tracebacks, last: {last}"
+            )
 
     def __enter__(self) -> Server:
         return self.start()
