@@ -224,7 +224,7 @@ def query_rows(table: Table, counts: dict[str, dict]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="a short smoke run (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="a short smoke run (one to two minutes)")
     parser.add_argument("--out", type=Path, default=servers.ROOT / "docs" / "PERFORMANCE.md")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL

@@ -47,6 +47,7 @@ class Holders:
         self.closers: list[Callable[[], None]] = []
         self.ready = 0
         self.failed = 0
+        self.closed = False  # past the ramp's time limit: connect no more
 
     def add(self, hold: Callable[[Holders], Awaitable[None]]) -> None:
         self.tasks.append(asyncio.create_task(self._guarded(hold)))
@@ -70,12 +71,16 @@ def wait_holder(port: int, prompt_id: str, token: str) -> Callable[[Holders], Aw
 
     async def hold(holders: Holders) -> None:
         async with holders.slots:
+            if holders.closed:
+                return
             http = await Http.open(port)
             holders.closers.append(http.close)
             http.writer.write(raw)
         holders.ready += 1
         while True:  # a wait that ends pending (55 s) is asked again, as agents do
-            await http.read_response()
+            response = await http.read_response()
+            if response.status != 200:
+                raise ConnectionError(f"wait refused: {response.status}")
             http.writer.write(raw)
 
     return hold
@@ -84,6 +89,8 @@ def wait_holder(port: int, prompt_id: str, token: str) -> Callable[[Holders], Aw
 def socket_holder(port: int, session: str, login: str) -> Callable[[Holders], Awaitable[None]]:
     async def hold(holders: Holders) -> None:
         async with holders.slots:
+            if holders.closed:
+                return
             ws = await WebSocket.connect(port, f"/ws/sessions/{session}/", human_cookie(login))
             holders.closers.append(ws.close)
             await ws.receive()  # the current state, rendered for this socket
@@ -124,6 +131,7 @@ async def hold(
         while time.perf_counter() - started < ramp_limit and await parked(probe) < holders.ready:
             await asyncio.sleep(0.1)
     ramp = time.perf_counter() - started
+    holders.closed = True
     await asyncio.sleep(0.5)  # let the last handshakes and reads settle
     held_status = server.proc_status()
     health = (await probe.request("GET", "/healthz")).json()
