@@ -69,7 +69,7 @@ def cells(row: Row) -> list[str]:
     return [row.figure, amount(row.value, row.unit), amount(row.floor, row.unit), ratio, row.target, verdict]
 
 
-HEAD = ["figure", "measured", "floor", "× floor", "target", ""]
+HEAD = ["figure", "measured", "floor", "× floor", "target", "result"]
 
 
 def text_table(table: Table) -> str:
@@ -126,7 +126,7 @@ def _server_versions() -> list[str]:
 def machine() -> list[str]:
     ram = int(_first("/proc/meminfo", "MemTotal").split()[0]) / 1024 / 1024
     versions = ", ".join(f"{name} {metadata.version(name)}" for name in PACKAGES)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
     return [
         f"CPU: {_first('/proc/cpuinfo', 'model name')}, {os.cpu_count()} cores",
         f"RAM: {ram:.1f} GiB",
