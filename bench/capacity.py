@@ -101,8 +101,13 @@ def socket_holder(port: int, session: str, login: str) -> Callable[[Holders], Aw
     return hold
 
 
-async def parked(probe: Http) -> int:
-    return (await probe.request("GET", "/healthz")).json()["waiting"]
+async def health(port: int) -> dict:
+    """/healthz on a connection of its own (Twisted closes keep-alive connections idle for 60 s)."""
+    http = await Http.open(port)
+    try:
+        return (await http.request("GET", "/healthz")).json()
+    finally:
+        http.close()
 
 
 async def hold(
@@ -117,7 +122,6 @@ async def hold(
 ) -> Held:
     """Open ``count`` connections made by ``holder(i)`` on a warmed-up server,
     for at most ``ramp_limit`` seconds, and measure what is held."""
-    probe = await Http.open(server.port)
     trivial_idle = await http_round_trip(server.port, samples, "/healthz")
     gc.collect()
     base = server.proc_status()
@@ -128,18 +132,17 @@ async def hold(
     while time.perf_counter() - started < ramp_limit and holders.ready + holders.failed < count:
         await asyncio.sleep(0.1)
     if kind == "waits":  # parked means counted by the server's hub, not only sent
-        while time.perf_counter() - started < ramp_limit and await parked(probe) < holders.ready:
+        while time.perf_counter() - started < ramp_limit and (await health(server.port))["waiting"] < holders.ready:
             await asyncio.sleep(0.1)
     ramp = time.perf_counter() - started
     holders.closed = True
     await asyncio.sleep(0.5)  # let the last handshakes and reads settle
     held_status = server.proc_status()
-    health = (await probe.request("GET", "/healthz")).json()
-    held = health["waiting"] if kind == "waits" else holders.ready
+    counted = await health(server.port)
+    held = counted["waiting"] if kind == "waits" else holders.ready
     trivial_held = await http_round_trip(server.port, samples, "/healthz")
     with contextlib.suppress(Exception):
         await holders.close()
-    probe.close()
     return Held(
         kind,
         count,
@@ -150,7 +153,7 @@ async def hold(
         held_status["rss_kib"],
         base["threads"],
         held_status["threads"],
-        health["threads"],
+        counted["threads"],
         trivial_idle,
         trivial_held,
     )
