@@ -140,6 +140,8 @@ def main() -> int:
     started = time.monotonic()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     table = Table(notes=[f"file descriptors: {raise_fd_limit():,}; load average at start {report.load_average()}"])
+    if report.busy():
+        table.notes.append("other work was running on this machine as the run started; its figures include that")
     data = Path(tempfile.mkdtemp(prefix="askuser-bench-"))
     try:
         say("floors")

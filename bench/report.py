@@ -142,6 +142,11 @@ def load_average() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def busy() -> bool:
+    """More than half the cores busy over the last minute, before the benchmark began."""
+    return os.getloadavg()[0] > (os.cpu_count() or 1) / 2
+
+
 # --- the document ----------------------------------------------------------------
 
 INTRO = """\
