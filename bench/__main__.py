@@ -42,6 +42,10 @@ def raise_fd_limit() -> int:
     return hard
 
 
+def stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def say(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
@@ -138,7 +142,10 @@ def main() -> int:
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
     started = time.monotonic()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # Our own handler, so that asyncio.run does not turn Ctrl-C into a
+        # cancellation a measurement could swallow: stop, and clean up.
+        signal.signal(signum, stop)
     table = Table(notes=[f"file descriptors: {raise_fd_limit():,}; load average at start {report.load_average()}"])
     if report.busy():
         table.notes.append("other work was running on this machine as the run started; its figures include that")
