@@ -146,9 +146,8 @@ def main() -> int:
         # Our own handler, so that asyncio.run does not turn Ctrl-C into a
         # cancellation a measurement could swallow: stop, and clean up.
         signal.signal(signum, stop)
+    cpu = report.cpu_seconds()
     table = Table(notes=[f"file descriptors: {raise_fd_limit():,}; load average at start {report.load_average()}"])
-    if report.busy():
-        table.notes.append("other work was running on this machine as the run started; its figures include that")
     data = Path(tempfile.mkdtemp(prefix="askuser-bench-"))
     try:
         say("floors")
@@ -163,6 +162,7 @@ def main() -> int:
     seconds = time.monotonic() - started
     table.notes += servers.problems
     table.notes.append(f"load average at the end {report.load_average()}; the run took {seconds / 60:.1f} min")
+    table.notes.append(report.sharing(cpu, seconds))
     print(report.text_table(table))
     print("\n".join(table.notes))
     command = "make bench" + (" BENCH_ARGS=--quick" if args.quick else "")

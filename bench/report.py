@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -142,9 +143,23 @@ def load_average() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def busy() -> bool:
-    """More than half the cores busy over the last minute, before the benchmark began."""
-    return os.getloadavg()[0] > (os.cpu_count() or 1) / 2
+def cpu_seconds() -> tuple[float, float]:
+    """CPU time used so far by the whole machine, and by this process and its finished children."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    busy = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+    own = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return busy / os.sysconf("SC_CLK_TCK"), sum(r.ru_utime + r.ru_stime for r in own)
+
+
+def sharing(start: tuple[float, float], seconds: float) -> str:
+    """How much of the machine others used during the run: the figures include that interference."""
+    machine, own = (now - then for now, then in zip(cpu_seconds(), start, strict=True))
+    cores = os.cpu_count() or 1
+    return (
+        f"CPU time during the run: {own:.0f} s by the benchmark and its servers, {machine - own:.0f} s by "
+        f"everything else (other work, and PostgreSQL and Redis serving the benchmark), of {seconds * cores:.0f} s "
+        f"on {cores} cores"
+    )
 
 
 # --- the document ----------------------------------------------------------------
