@@ -13,15 +13,15 @@ from .stats import Latency
 class Floors:
     http: Latency
     raw: Latency
-    redis: Latency
+    redis: Latency | None  # None without Redis
     rps: dict[int, tuple[float, Latency]]
 
 
 def floor_rows(table: Table, f: Floors) -> None:
     rows = table.section("Floors")
+    if f.redis is not None:
+        rows += [Row("Redis PUBLISH → subscriber p50", f.redis.p50), Row("Redis PUBLISH → subscriber p99", f.redis.p99)]
     rows += [
-        Row("Redis PUBLISH → subscriber p50", f.redis.p50),
-        Row("Redis PUBLISH → subscriber p99", f.redis.p99),
         Row("HTTP round trip, trivial ASGI app on Daphne p50", f.http.p50),
         Row("HTTP round trip, trivial ASGI app on Daphne p99", f.http.p99),
         Row("HTTP round trip, bare asyncio server p50", f.raw.p50),

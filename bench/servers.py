@@ -17,9 +17,10 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-POSTGRES = "postgres://postgres@127.0.0.1:5432"
+# The scaled mode's services; the benchmark creates and drops a database of its own there.
+POSTGRES = os.environ.get("BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 BENCH_DATABASE = "askuser_bench"
-REDIS_URL = "redis://127.0.0.1:6379/0"
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 _SECRET = secrets.token_urlsafe(50)  # one per run: sessions made by bench.prepare are valid in every server
 _running: list[Server] = []
@@ -55,6 +56,19 @@ def scaled_env(data_dir: Path) -> dict[str, str]:
         "REDIS_URL": REDIS_URL,
         "ASKUSER_REDIS_PREFIX": f"askuser-bench-{os.getpid()}",
     }
+
+
+def scaled_missing() -> str | None:
+    """Why the scaled mode cannot run here, or None when PostgreSQL and Redis answer."""
+    import psycopg
+    import redis
+
+    try:
+        psycopg.connect(f"{POSTGRES}/postgres", connect_timeout=3).close()
+        redis.Redis.from_url(REDIS_URL, socket_timeout=3).ping()
+    except (psycopg.Error, redis.RedisError) as exc:
+        return f"{exc.__class__.__name__}: {exc}".strip()
+    return None
 
 
 def recreate_bench_database() -> None:
