@@ -1,0 +1,183 @@
+"""``python -m bench``: measure the floors, the wake-up path, the waiting
+capacity, create throughput and push latency in one run; print one table and
+write docs/PERFORMANCE.md."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import capacity, floors, push, report, servers, throughput, wake
+from .report import Table
+from .rows import Floors, capacity_rows, floor_rows, push_rows, query_rows, throughput_rows, wake_rows
+from .stats import Latency
+
+
+@dataclass
+class Plan:
+    samples: int  # floors and trivial requests
+    wakes: int
+    pushes: int
+    levels: list[int]
+    socket_ramp: float  # seconds a socket level may take to connect
+    seconds: float  # per throughput run
+
+
+FULL = Plan(samples=1000, wakes=500, pushes=200, levels=[1000, 5000, 10000], socket_ramp=60, seconds=10)
+QUICK = Plan(samples=200, wakes=50, pushes=30, levels=[200], socket_ramp=20, seconds=2)
+
+
+def raise_fd_limit() -> int:
+    """Up to the hard limit; the servers started from here inherit it."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def say(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def measure_floors(plan: Plan, data: Path, scaled: bool) -> Floors:
+    env = servers.base_env(data / "floors")
+    with servers.Server(env, "bench.trivial:application", ready="/") as trivial:
+        http = asyncio.run(floors.http_round_trip(trivial.port, plan.samples))
+        rps = {n: asyncio.run(floors.http_throughput(trivial.port, n, plan.seconds / 5)) for n in (16, 64)}
+    with servers.raw_server(env) as raw_server:
+        raw = asyncio.run(floors.http_round_trip(raw_server.port, plan.samples))
+    redis = asyncio.run(floors.redis_round_trip(servers.REDIS_URL, plan.samples)) if scaled else None
+    return Floors(http, raw, redis, rps)
+
+
+def embedded(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
+    """SQLite and the in-memory layer: wake mode A, push, capacity, throughput."""
+    env = servers.base_env(data / "sqlite")
+    prepared = servers.prepare(env)
+    token, login = prepared["token"], prepared["session_key"]
+    with servers.Server(env) as server:
+        say(f"wake latency, mode A ({plan.wakes} prompts)")
+        wake_rows(table, "Wake latency, mode A: one process, SQLite, in-memory layer",
+                  asyncio.run(wake.measure(server.port, server.port, token, login, plan.wakes)), f.http)  # fmt: skip
+        say(f"push latency ({plan.pushes} prompts)")
+        push_rows(table, asyncio.run(push.measure(server.port, server.port, token, login, plan.pushes)), f.http)
+        sessions = [f"bench-cap-{i}" for i in range(100)]
+        prompt_ids = asyncio.run(throughput.create_prompts(server.port, token, sessions, clients=2))
+    run_capacity(plan, env, table, token, login, sessions, prompt_ids)
+    with servers.Server(env) as server:
+        say("create throughput, SQLite")
+        results = [asyncio.run(throughput.run(server.port, token, n, plan.seconds, f"sq{n}")) for n in (16, 64)]
+    throughput_rows(table, "SQLite", results, f, 250)
+    return prepared
+
+
+def run_capacity(
+    plan: Plan, env: dict, table: Table, token: str, login: str, sessions: list[str], ids: list[str]
+) -> None:
+    for kind in ("waits", "sockets"):
+        for count in plan.levels:
+            say(f"capacity: {count:,} {kind}")
+            with servers.Server(env) as server:
+                held = asyncio.run(hold_level(plan, server, kind, count, token, login, sessions, ids))
+            capacity_rows(table, held)
+            if held.held < count:
+                table.notes.append(f"{kind}: levels above {count:,} not attempted, {count:,} was not reached")
+                break
+
+
+async def hold_level(
+    plan: Plan,
+    server: servers.Server,
+    kind: str,
+    count: int,
+    token: str,
+    login: str,
+    sessions: list[str],
+    ids: list[str],
+) -> capacity.Held:
+    await capacity.warm_up(server, ids[0], sessions[0], token, login)
+    if kind == "waits":
+        return await capacity.hold(
+            server, kind, count, lambda i: capacity.wait_holder(server.port, ids[i % len(ids)], token), plan.samples,
+            ramp_limit=60 + count / 100, connecting=128,
+        )  # fmt: skip
+    return await capacity.hold(
+        server, kind, count, lambda i: capacity.socket_holder(server.port, sessions[i % len(sessions)], login),
+        plan.samples, ramp_limit=plan.socket_ramp, connecting=32,
+    )  # fmt: skip
+
+
+def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
+    """PostgreSQL and Redis: wake mode B across two processes, throughput."""
+    env = servers.scaled_env(data / "scaled")
+    servers.recreate_bench_database()
+    prepared = servers.prepare(env)
+    token, login = prepared["token"], prepared["session_key"]
+    with servers.Server(env) as waiting, servers.Server(env) as answering:
+        say(f"wake latency, mode B ({plan.wakes} prompts)")
+        result = asyncio.run(wake.measure(waiting.port, answering.port, token, login, plan.wakes))
+        assert f.redis is not None
+        floor = Latency(0, f.http.p50 + f.redis.p50, f.http.p99 + f.redis.p99, f.http.max + f.redis.max)
+        wake_rows(table, "Wake latency, mode B: two processes, PostgreSQL, Redis", result, floor)
+        say("create throughput, PostgreSQL")
+        results = [asyncio.run(throughput.run(waiting.port, token, n, plan.seconds, f"pg{n}")) for n in (16, 64)]
+    throughput_rows(table, "PostgreSQL", results, f, 200)
+    return prepared
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a short smoke run (one to two minutes)")
+    parser.add_argument("--out", type=Path, default=servers.ROOT / "docs" / "PERFORMANCE.md")
+    args = parser.parse_args()
+    plan = QUICK if args.quick else FULL
+    started = time.monotonic()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # Our own handler, so that asyncio.run does not turn Ctrl-C into a
+        # cancellation a measurement could swallow: stop, and clean up.
+        signal.signal(signum, stop)
+    cpu = report.cpu_seconds()
+    table = Table(notes=[f"file descriptors: {raise_fd_limit():,}; load average at start {report.load_average()}"])
+    data = Path(tempfile.mkdtemp(prefix="askuser-bench-"))
+    missing: str | None = "not checked"
+    try:
+        say("floors")
+        missing = servers.scaled_missing()
+        f = measure_floors(plan, data, scaled=missing is None)
+        floor_rows(table, f)
+        counts = {"SQLite": embedded(plan, data, table, f)}
+        if missing:
+            table.notes.append(f"PostgreSQL and Redis mode skipped, they did not answer: {missing}")
+        else:
+            counts["PostgreSQL"] = scaled(plan, data, table, f)
+        query_rows(table, counts)
+    finally:
+        servers.stop_all()
+        if not missing:
+            servers.drop_bench_database()
+        shutil.rmtree(data, ignore_errors=True)
+    seconds = time.monotonic() - started
+    table.notes += servers.problems
+    table.notes.append(f"load average at the end {report.load_average()}; the run took {seconds / 60:.1f} min")
+    table.notes.append(report.sharing(cpu, seconds))
+    print(report.text_table(table))
+    print("\n".join(table.notes))
+    command = "make bench" + (" BENCH_ARGS=--quick" if args.quick else "")
+    report.write(args.out, table, report.machine(), command, seconds)
+    say(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Waiting capacity: thousands of parked agent waits, or of idle browser
+sockets, held on one fresh server process; what each costs in memory and
+threads, and how fast a trivial request is served meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from .client import Http, WebSocket, build_request
+from .floors import http_round_trip
+from .payload import agent_headers, human_cookie
+from .servers import Server
+from .stats import Latency
+
+
+@dataclass
+class Held:
+    kind: str
+    wanted: int
+    held: int
+    failed: int
+    ramp_seconds: float
+    rss_base_kib: int
+    rss_held_kib: int
+    threads_base: int
+    threads_held: int
+    threads_healthz: int
+    trivial_idle: Latency
+    trivial_held: Latency
+
+    @property
+    def kib_per_connection(self) -> float:
+        return (self.rss_held_kib - self.rss_base_kib) / max(self.held, 1)
+
+
+class Holders:
+    """Connections opened ``connecting`` at a time (the rest queue in the client) and kept until closed."""
+
+    def __init__(self, connecting: int) -> None:
+        self.slots = asyncio.Semaphore(connecting)
+        self.tasks: list[asyncio.Task[None]] = []
+        self.closers: list[Callable[[], None]] = []
+        self.ready = 0
+        self.failed = 0
+        self.closed = False  # past the ramp's time limit: connect no more
+
+    def add(self, hold: Callable[[Holders], Awaitable[None]]) -> None:
+        self.tasks.append(asyncio.create_task(self._guarded(hold)))
+
+    async def _guarded(self, hold: Callable[[Holders], Awaitable[None]]) -> None:
+        try:
+            await hold(self)
+        except (OSError, asyncio.IncompleteReadError, ConnectionError):
+            self.failed += 1
+
+    async def close(self) -> None:
+        for close in self.closers:
+            close()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+def wait_holder(port: int, prompt_id: str, token: str) -> Callable[[Holders], Awaitable[None]]:
+    raw = build_request("GET", f"/api/v1/prompts/{prompt_id}?wait=55", port, agent_headers(token))
+
+    async def hold(holders: Holders) -> None:
+        async with holders.slots:
+            if holders.closed:
+                return
+            http = await Http.open(port)
+            holders.closers.append(http.close)
+            http.writer.write(raw)
+        holders.ready += 1
+        while True:  # a wait that ends pending (55 s) is asked again, as agents do
+            response = await http.read_response()
+            if response.status != 200:
+                raise ConnectionError(f"wait refused: {response.status}")
+            http.writer.write(raw)
+
+    return hold
+
+
+def socket_holder(port: int, session: str, login: str) -> Callable[[Holders], Awaitable[None]]:
+    async def hold(holders: Holders) -> None:
+        async with holders.slots:
+            if holders.closed:
+                return
+            ws = await WebSocket.connect(port, f"/ws/sessions/{session}/", human_cookie(login))
+            holders.closers.append(ws.close)
+            await ws.receive()  # the current state, rendered for this socket
+        holders.ready += 1
+        while True:  # idle; receive() answers the server's keep-alive pings
+            await ws.receive()
+
+    return hold
+
+
+async def health(port: int) -> dict:
+    """/healthz on a connection of its own (Twisted closes keep-alive connections idle for 60 s)."""
+    http = await Http.open(port)
+    try:
+        return (await http.request("GET", "/healthz")).json()
+    finally:
+        http.close()
+
+
+async def hold(
+    server: Server,
+    kind: str,
+    count: int,
+    holder: Callable[[int], Callable[[Holders], Awaitable[None]]],
+    samples: int,
+    *,
+    ramp_limit: float,
+    connecting: int,
+) -> Held:
+    """Open ``count`` connections made by ``holder(i)`` on a warmed-up server,
+    for at most ``ramp_limit`` seconds, and measure what is held."""
+    trivial_idle = await http_round_trip(server.port, samples, "/healthz")
+    gc.collect()
+    base = server.proc_status()
+    holders = Holders(connecting)
+    started = time.perf_counter()
+    for i in range(count):
+        holders.add(holder(i))
+    while time.perf_counter() - started < ramp_limit and holders.ready + holders.failed < count:
+        await asyncio.sleep(0.1)
+    if kind == "waits":  # parked means counted by the server's hub, not only sent
+        while time.perf_counter() - started < ramp_limit and (await health(server.port))["waiting"] < holders.ready:
+            await asyncio.sleep(0.1)
+    ramp = time.perf_counter() - started
+    holders.closed = True
+    await asyncio.sleep(0.5)  # let the last handshakes and reads settle
+    held_status = server.proc_status()
+    counted = await health(server.port)
+    held = counted["waiting"] if kind == "waits" else holders.ready
+    trivial_held = await http_round_trip(server.port, samples, "/healthz")
+    with contextlib.suppress(Exception):
+        await holders.close()
+    return Held(
+        kind,
+        count,
+        held,
+        holders.failed,
+        ramp,
+        base["rss_kib"],
+        held_status["rss_kib"],
+        base["threads"],
+        held_status["threads"],
+        counted["threads"],
+        trivial_idle,
+        trivial_held,
+    )
+
+
+async def warm_up(server: Server, prompt_id: str, session: str, token: str, login: str) -> None:
+    """One wait and one socket first, so that imports and caches are not counted per connection."""
+    http = await Http.open(server.port)
+    for _ in range(3):
+        await http.request("GET", f"/api/v1/prompts/{prompt_id}?wait=0", agent_headers(token))
+        ws = await WebSocket.connect(server.port, f"/ws/sessions/{session}/", human_cookie(login))
+        await ws.receive()
+        ws.close()
+    http.close()

@@ -1,0 +1,62 @@
+"""Run in the server's environment (``python -m bench.prepare``): migrate, make
+the bench user, its agent token and a logged-in session, and count the
+queries one create and one answer make. Prints one JSON line."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlui.settings")
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.contrib.sessions.backends.db import SessionStore  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from askuser_app import services  # noqa: E402
+
+from .payload import ANSWER_FORM, create_body  # noqa: E402
+
+
+def login(user) -> str:
+    store = SessionStore()
+    store["_auth_user_id"] = str(user.pk)
+    store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    store["_auth_user_hash"] = user.get_session_auth_hash()
+    store.create()
+    return store.session_key
+
+
+def count_queries(token: str, user) -> dict[str, int]:
+    """One create through the API and one answer through the panel's form, in
+    process through Django's full middleware chain."""
+    agent = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}")
+    agent.post("/api/v1/prompts", json.dumps(create_body("bench-queries")), "application/json")  # warm caches
+    with CaptureQueriesContext(connection) as create:
+        response = agent.post("/api/v1/prompts", json.dumps(create_body("bench-queries-2")), "application/json")
+    assert response.status_code == 201, response.content
+    prompt_id = response.json()["id"]
+    human = Client(HTTP_HOST="127.0.0.1", HTTP_HX_REQUEST="true")
+    human.force_login(user)
+    with CaptureQueriesContext(connection) as answer:
+        response = human.post(f"/s/bench-queries-2/prompts/{prompt_id}/answer", ANSWER_FORM)
+    assert response.status_code == 200, response.content
+    return {"create_queries": len(create.captured_queries), "answer_queries": len(answer.captured_queries)}
+
+
+def main() -> None:
+    call_command("migrate", interactive=False, verbosity=0)
+    user = get_user_model().objects.create_user("bench", password=None)
+    _, token = services.create_agent("bench", user)
+    result = {"token": token, "session_key": login(user), **count_queries(token, user)}
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The table's rows: each measured figure with its floor, target and verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import capacity, push, throughput, wake
+from .report import Row, Table
+from .stats import Latency
+
+
+@dataclass
+class Floors:
+    http: Latency
+    raw: Latency
+    redis: Latency | None  # None without Redis
+    rps: dict[int, tuple[float, Latency]]
+
+
+def floor_rows(table: Table, f: Floors) -> None:
+    rows = table.section("Floors")
+    if f.redis is not None:
+        rows += [Row("Redis PUBLISH → subscriber p50", f.redis.p50), Row("Redis PUBLISH → subscriber p99", f.redis.p99)]
+    rows += [
+        Row("HTTP round trip, trivial ASGI app on Daphne p50", f.http.p50),
+        Row("HTTP round trip, trivial ASGI app on Daphne p99", f.http.p99),
+        Row("HTTP round trip, bare asyncio server p50", f.raw.p50),
+        Row("HTTP round trip, bare asyncio server p99", f.raw.p99),
+    ]
+    rows += [Row(f"trivial app on Daphne, {n} clients", rps, "/s") for n, (rps, _) in f.rps.items()]
+
+
+def wake_rows(table: Table, title: str, result: wake.Wake, floor: Latency) -> None:
+    target = f"≤ {floor.p99 + 5:.2f} ms"
+    rows = table.section(title)
+    rows += [
+        Row("answer returned → wait returned p50", result.wake.p50, floor=floor.p50),
+        Row("answer returned → wait returned p99", result.wake.p99, floor=floor.p99, target=target,
+            passed=result.wake.p99 <= floor.p99 + 5),
+        Row("answer returned → wait returned max", result.wake.max, floor=floor.max),
+        Row("answer sent → wait returned p50", result.sent_to_wake.p50, floor=floor.p50),
+        Row("answer sent → wait returned p99", result.sent_to_wake.p99, floor=floor.p99),
+        Row("the answer request itself p50", result.answer.p50, floor=floor.p50),
+        Row("the answer request itself p99", result.answer.p99, floor=floor.p99),
+        Row("waits back before the answer's response", result.early, "", target=f"of {result.wake.n}"),
+    ]  # fmt: skip
+
+
+def capacity_rows(table: Table, held: capacity.Held) -> None:
+    what = "agent waits" if held.kind == "waits" else "idle WebSockets"
+    spare = held.threads_base + 16  # the executors' few workers, not one per connection
+    rows = table.section(f"Capacity: {held.wanted:,} {what}, one process")
+    rows += [
+        Row("held", held.held, "", target=f"{held.wanted:,}", passed=held.held >= held.wanted and not held.failed),
+        Row("connect ramp", held.ramp_seconds, "s"),
+        Row("memory per connection", held.kib_per_connection, "KiB", target="< 40 KiB",
+            passed=held.kib_per_connection < 40),
+        Row("process threads while held", held.threads_held, "", floor=held.threads_base,
+            target=f"≤ {spare} (no thread per waiter)", passed=held.threads_held <= spare),
+        Row("threads by /healthz while held", held.threads_healthz, ""),
+        Row("GET /healthz p50 while held", held.trivial_held.p50, floor=held.trivial_idle.p50),
+        Row("GET /healthz p99 while held", held.trivial_held.p99, floor=held.trivial_idle.p99, target="< 25 ms",
+            passed=held.trivial_held.p99 < 25),
+    ]  # fmt: skip
+    if held.failed:
+        table.notes.append(f"{held.kind} at {held.wanted:,}: {held.failed} connections failed")
+
+
+def throughput_rows(table: Table, database: str, results: list[throughput.Throughput], f: Floors, target: int) -> None:
+    rows = table.section(f"Create throughput, {database}, one process")
+    for r in results:
+        rps, trivial = f.rps[r.clients]
+        gate = r.clients == 16
+        rows += [
+            Row(f"{r.clients} clients: prompts created", r.per_second, "/s", floor=rps,
+                target=f"≥ {target}/s" if gate else "", passed=r.per_second >= target if gate else None),
+            Row(f"{r.clients} clients: create p50", r.latency.p50, floor=trivial.p50),
+            Row(f"{r.clients} clients: create p99", r.latency.p99, floor=trivial.p99,
+                target="< 150 ms" if gate and database == "SQLite" else "",
+                passed=r.latency.p99 < 150 if gate and database == "SQLite" else None),
+        ]  # fmt: skip
+        if r.errors:
+            table.notes.append(f"{database}, {r.clients} clients: refused creates {r.errors}")
+
+
+def push_rows(table: Table, result: push.Push, floor: Latency) -> None:
+    rows = table.section("Push latency (POST returned → panel on the owner's WebSocket), SQLite")
+    rows += [
+        Row("p50", result.push.p50, floor=floor.p50),
+        Row("p99", result.push.p99, floor=floor.p99, target="< 20 ms", passed=result.push.p99 < 20),
+        Row("max", result.push.max, floor=floor.max),
+    ]
+
+
+def query_rows(table: Table, counts: dict[str, dict]) -> None:
+    rows = table.section("Queries (counted in process)")
+    for database, prepared in counts.items():
+        rows += [
+            Row(f"{database}: queries per create", prepared["create_queries"], ""),
+            Row(f"{database}: queries per answer", prepared["answer_queries"], ""),
+        ]

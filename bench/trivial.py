@@ -1,0 +1,12 @@
+"""The floor's server: the smallest ASGI app, served by Daphne like askuser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})
