@@ -111,7 +111,7 @@ def resolved_prompts(session: Session, **filters: Any) -> list[Prompt]:
 
 def timeline(session: Session) -> list[Item]:
     """The session's latest messages and answer summaries, oldest first."""
-    messages = list(session.messages.order_by("-id")[:TIMELINE_LENGTH])
+    messages = list(session.messages.select_related("agent").order_by("-id")[:TIMELINE_LENGTH])
     items = [message_item(m) for m in messages]
     items += [summary_item(s) for s in summaries(resolved_prompts(session))]
     items.sort(key=lambda item: item.at)
@@ -247,5 +247,5 @@ def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, st
 
 
 def render_message(message_id: int) -> str:
-    message = Message.objects.filter(pk=message_id).first()
+    message = Message.objects.select_related("agent").filter(pk=message_id).first()
     return render_appended([message_item(message)]) if message else ""
