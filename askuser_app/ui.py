@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, Subquery
+from django.db.models import Exists, OuterRef, Q, Subquery, prefetch_related_objects
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -111,8 +111,12 @@ def summaries(prompts: list[Prompt]) -> list[Summary]:
 def resolved_prompts(session: Session, **filters: Any) -> list[Prompt]:
     """The session's latest resolved prompts with what their summaries show."""
     query = session.prompts.exclude(status=Prompt.Status.PENDING).filter(**filters)
-    query = query.select_related("resolved_by").prefetch_related("questions", "events")
-    return list(query.order_by("-resolved_at")[:TIMELINE_LENGTH])
+    prompts = list(
+        query.select_related("resolved_by").prefetch_related("questions").order_by("-resolved_at")[:TIMELINE_LENGTH]
+    )
+    # Only a text reply's summary shows its trail (how the reply was read).
+    prefetch_related_objects([p for p in prompts if p.surface == "text"], "events")
+    return prompts
 
 
 def timeline(session: Session, *, since: datetime | None = None) -> list[Item]:
