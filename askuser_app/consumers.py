@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -61,9 +62,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
         return self.scope.get("cookies", {})
 
     def render_state(self) -> str:
+        """The state as of joining; a session page says since when it needs the timeline."""
         if self.session is None:
             return self.render_sessions()
-        return ui.render_panel(self.session, self.cookies, oob=True) + ui.render_timeline(self.session, oob=True)
+        cursor = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("since", [None])[0]
+        return ui.render_catch_up(self.session, self.cookies, ui.catch_up_since(cursor))
 
     def render_sessions(self) -> str:
         return ui.render_sessions(self.scope["user"], oob=True)
@@ -75,4 +78,4 @@ class LiveConsumer(AsyncWebsocketConsumer):
     @staticmethod
     @database_sync_to_async
     def own_session(user: Any, key: str) -> Session | None:
-        return Session.objects.filter(owner=user, key=key).first()
+        return Session.objects.select_related("agent").filter(owner=user, key=key).first()

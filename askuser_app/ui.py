@@ -8,10 +8,10 @@ of the same piece of UI cannot drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import Exists, OuterRef, Q, Subquery, prefetch_related_objects
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -20,6 +20,11 @@ from .models import Message, Prompt, Question, Session
 
 PANEL_COOKIE = "askuser_panel"
 TIMELINE_LENGTH = 200
+# How far before a page's render a reconnecting tab is sent items again: longer
+# than any write transaction, so an item committed while the page was being
+# read (stamped before it, visible after it) is not missed. Items sent twice
+# are replaced in place by the page.
+CATCH_UP_MARGIN = timedelta(seconds=60)
 
 SURFACE_NAMES = {"web": "on the web", "text": "by text reply", "api": "through the API", "admin": "by staff"}
 
@@ -104,18 +109,40 @@ def summaries(prompts: list[Prompt]) -> list[Summary]:
 
 
 def resolved_prompts(session: Session, **filters: Any) -> list[Prompt]:
+    """The session's latest resolved prompts with what their summaries show."""
     query = session.prompts.exclude(status=Prompt.Status.PENDING).filter(**filters)
-    query = query.select_related("resolved_by").prefetch_related("questions", "events")
-    return list(query.order_by("-resolved_at")[:TIMELINE_LENGTH])
+    prompts = list(
+        query.select_related("resolved_by").prefetch_related("questions").order_by("-resolved_at")[:TIMELINE_LENGTH]
+    )
+    # Only a text reply's summary shows its trail (how the reply was read).
+    prefetch_related_objects([p for p in prompts if p.surface == "text"], "events")
+    return prompts
 
 
-def timeline(session: Session) -> list[Item]:
-    """The session's latest messages and answer summaries, oldest first."""
-    messages = list(session.messages.order_by("-id")[:TIMELINE_LENGTH])
-    items = [message_item(m) for m in messages]
-    items += [summary_item(s) for s in summaries(resolved_prompts(session))]
+def timeline(session: Session, *, since: datetime | None = None) -> list[Item]:
+    """The session's latest messages and answer summaries, oldest first; only
+    those from ``since`` on when given."""
+    messages = session.messages.select_related("agent")
+    resolved = {}
+    if since is not None:
+        messages = messages.filter(created_at__gte=since)
+        resolved = {"resolved_at__gte": since}
+    items = [message_item(m) for m in messages.order_by("-id")[:TIMELINE_LENGTH]]
+    items += [summary_item(s) for s in summaries(resolved_prompts(session, **resolved))]
     items.sort(key=lambda item: item.at)
     return items[-TIMELINE_LENGTH:]
+
+
+def timeline_cursor() -> str:
+    """What a page hands its live socket to be caught up from: its render time."""
+    return str(int(timezone.now().timestamp() * 1000))
+
+
+def catch_up_since(cursor: str | None) -> datetime | None:
+    """From a page's cursor, when a (re)connecting tab may have missed items; None for all."""
+    if not cursor or not cursor.isdigit():
+        return None
+    return datetime.fromtimestamp(int(cursor) / 1000, tz=timezone.get_current_timezone()) - CATCH_UP_MARGIN
 
 
 def message_item(message: Message) -> Item:
@@ -138,8 +165,11 @@ def pending_prompt(session: Session) -> Prompt | None:
     return prompt
 
 
-def panel_context(session: Session, cookies: dict[str, str], *, error: str = "") -> dict[str, Any]:
-    prompt = pending_prompt(session)
+def panel_context(
+    session: Session, cookies: dict[str, str], *, error: str = "", pending: bool = True
+) -> dict[str, Any]:
+    """What the panel shows; ``pending=False`` when the session is known to have no pending prompt."""
+    prompt = pending_prompt(session) if pending else None
     return {
         "session": session,
         "prompt": prompt,
@@ -214,8 +244,10 @@ def session_rows(user: Any) -> list[SessionRow]:
 # --- rendering -------------------------------------------------------------------------
 
 
-def render_panel(session: Session, cookies: dict[str, str], *, oob: bool = False, error: str = "") -> str:
-    context = {**panel_context(session, cookies, error=error), "oob": oob}
+def render_panel(
+    session: Session, cookies: dict[str, str], *, oob: bool = False, error: str = "", pending: bool = True
+) -> str:
+    context = {**panel_context(session, cookies, error=error, pending=pending), "oob": oob}
     return render_to_string("askuser/partials/panel.html", context)
 
 
@@ -225,6 +257,28 @@ def render_appended(items: list[Item]) -> str:
 
 def render_timeline(session: Session, *, oob: bool = False) -> str:
     return render_to_string("askuser/partials/timeline.html", {"items": timeline(session), "oob": oob})
+
+
+def render_catch_up(session: Session, cookies: dict[str, str], since: datetime | None) -> str:
+    """What a tab needs on (re)connecting: the current panel, and the timeline
+    items it may have missed since ``since`` (the whole timeline without it).
+
+    Most tabs connect to a page that is up to date with nothing pending: one
+    query says so, and only what changed is looked up and rendered."""
+    if since is None:
+        return render_panel(session, cookies, oob=True) + render_timeline(session, oob=True)
+    prompts = Prompt.objects.filter(session=OuterRef("pk"))
+    pending, new_messages, new_summaries = (
+        Session.objects.filter(pk=session.pk)
+        .values_list(
+            Exists(prompts.filter(status=Prompt.Status.PENDING)),
+            Exists(Message.objects.filter(session=OuterRef("pk"), created_at__gte=since)),
+            Exists(prompts.exclude(status=Prompt.Status.PENDING).filter(resolved_at__gte=since)),
+        )
+        .get()
+    )
+    items = timeline(session, since=since) if new_messages or new_summaries else []
+    return render_panel(session, cookies, oob=True, pending=pending) + render_appended(items)
 
 
 def render_sessions(user: Any, *, oob: bool = False) -> str:
@@ -247,5 +301,5 @@ def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, st
 
 
 def render_message(message_id: int) -> str:
-    message = Message.objects.filter(pk=message_id).first()
+    message = Message.objects.select_related("agent").filter(pk=message_id).first()
     return render_appended([message_item(message)]) if message else ""

@@ -28,7 +28,9 @@ def sessions_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def session_page(request: HttpRequest, key: str, *, error: str = "", status: int = 200) -> HttpResponse:
     session = own_session(request, key)
+    cursor = ui.timeline_cursor()  # before reading: the socket catches up on anything after
     context = {**ui.panel_context(session, request.COOKIES, error=error), "items": ui.timeline(session)}
+    context["cursor"] = cursor
     return render(request, "askuser/session.html", context, status=status)
 
 

@@ -10,9 +10,9 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, realtime, services
+from askuser_app import contract, realtime, services, ui
 from askuser_app.asyncdb import database_call
-from askuser_app.models import Prompt
+from askuser_app.models import Message, Prompt
 from controlui.asgi import application
 
 from .conftest import payload
@@ -85,6 +85,48 @@ async def test_on_connect_a_tab_gets_the_current_panel_and_timeline(agent, owner
     html = await socket.receive_from(timeout=DEADLINE)
 
     assert f'data-prompt-id="{prompt.pk}"' in html and 'id="timeline-items"' in html and "Hello" in html
+    await socket.disconnect()
+
+
+async def test_a_tab_whose_page_is_up_to_date_gets_only_the_empty_panel(owner, session):
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    socket = await connect(f"/ws/sessions/support-42/?since={ui.timeline_cursor()}", owner)
+    await socket.connect(timeout=DEADLINE)
+
+    html = await socket.receive_from(timeout=DEADLINE)
+
+    assert html.strip() == '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true"></section>'
+    await socket.disconnect()
+
+
+async def test_a_reconnecting_tab_catches_up_on_what_it_missed(agent, owner, session):
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    cursor = await database_call(ui.timeline_cursor)()  # the page is rendered, then the tab goes away
+    resolved = await ask(agent)
+    await database_call(services.answer)(resolved, {"deploy_target": "Production"}, by=owner, surface="web")
+    await database_call(services.post_agent_message)(agent, "support-42", "Deploying now")
+    pending = await ask(agent)
+    socket = await connect(f"/ws/sessions/support-42/?since={cursor}", owner)
+    await socket.connect(timeout=DEADLINE)
+
+    html = await socket.receive_from(timeout=DEADLINE)
+
+    assert f'data-prompt-id="{pending.pk}"' in html and 'hx-swap-oob="beforeend:#timeline-items"' in html
+    assert f'id="item-prompt-{resolved.pk}"' in html and "Production" in html and "Deploying now" in html
+    assert "Hello" not in html  # shown by the page already
+    await socket.disconnect()
+
+
+async def test_an_item_committed_while_the_page_was_read_is_not_missed(agent, owner, session):
+    cursor = await database_call(ui.timeline_cursor)()
+    # Stamped just before the page's read, committed after it.
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(seconds=5))
+    socket = await connect(f"/ws/sessions/support-42/?since={cursor}", owner)
+    await socket.connect(timeout=DEADLINE)
+
+    html = await socket.receive_from(timeout=DEADLINE)
+
+    assert "Hello" in html
     await socket.disconnect()
 
 

@@ -108,6 +108,7 @@ def test_without_a_pending_prompt_the_panel_is_hidden(agent, browser):
 
     assert '<section id="prompt-panel" class="panel" hidden' in html
     assert "Working on it" in html
+    assert 'ws-connect="/ws/sessions/support-42/?since=' in html  # so that its socket sends only what is new
 
 
 def test_the_plain_form_answers_every_question(agent, owner, browser):
