@@ -27,11 +27,11 @@ class Plan:
     wakes: int
     pushes: int
     levels: list[int]
-    socket_ramp: float  # seconds a socket level may take to connect
+    socket_ramp: float  # seconds a socket level may take to connect, plus 1 s per 80 sockets
     seconds: float  # per throughput run
 
 
-FULL = Plan(samples=1000, wakes=500, pushes=200, levels=[1000, 5000, 10000], socket_ramp=60, seconds=10)
+FULL = Plan(samples=1000, wakes=500, pushes=200, levels=[1000, 5000, 10000], socket_ramp=30, seconds=10)
 QUICK = Plan(samples=200, wakes=50, pushes=30, levels=[200], socket_ramp=20, seconds=2)
 
 
@@ -114,7 +114,7 @@ async def hold_level(
         )  # fmt: skip
     return await capacity.hold(
         server, kind, count, lambda i: capacity.socket_holder(server.port, sessions[i % len(sessions)], login),
-        plan.samples, ramp_limit=plan.socket_ramp, connecting=32,
+        plan.samples, ramp_limit=plan.socket_ramp + count / 80, connecting=32,
     )  # fmt: skip
 
 

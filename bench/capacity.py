@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .client import Http, WebSocket, build_request
 from .floors import http_round_trip
-from .payload import agent_headers, human_cookie
+from .payload import agent_headers, human_cookie, session_socket
 from .servers import Server
 from .stats import Latency
 
@@ -91,7 +91,7 @@ def socket_holder(port: int, session: str, login: str) -> Callable[[Holders], Aw
         async with holders.slots:
             if holders.closed:
                 return
-            ws = await WebSocket.connect(port, f"/ws/sessions/{session}/", human_cookie(login))
+            ws = await WebSocket.connect(port, session_socket(session), human_cookie(login))
             holders.closers.append(ws.close)
             await ws.receive()  # the current state, rendered for this socket
         holders.ready += 1
@@ -164,7 +164,7 @@ async def warm_up(server: Server, prompt_id: str, session: str, token: str, logi
     http = await Http.open(server.port)
     for _ in range(3):
         await http.request("GET", f"/api/v1/prompts/{prompt_id}?wait=0", agent_headers(token))
-        ws = await WebSocket.connect(server.port, f"/ws/sessions/{session}/", human_cookie(login))
+        ws = await WebSocket.connect(server.port, session_socket(session), human_cookie(login))
         await ws.receive()
         ws.close()
     http.close()

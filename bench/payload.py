@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 QUESTIONS = [
@@ -45,3 +46,8 @@ def human_headers(session_key: str) -> dict[str, str]:
 
 def human_cookie(session_key: str) -> str:
     return f"sessionid={session_key}; csrftoken={CSRF}"
+
+
+def session_socket(session: str) -> str:
+    """A session page's socket, as a page rendered now opens it (its cursor says since when)."""
+    return f"/ws/sessions/{session}/?since={int(time.time() * 1000)}"

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 
 from .client import Http, WebSocket, json_body
-from .payload import agent_headers, create_body, human_cookie
+from .payload import agent_headers, create_body, human_cookie, session_socket
 from .stats import Latency, latency
 
 SESSION = "bench-push"
@@ -27,7 +27,7 @@ async def measure(post_port: int, socket_port: int, token: str, login: str, samp
     headers, body = json_body(create_body(SESSION))
     created = await agent.request("POST", "/api/v1/prompts", {**auth, **headers}, body)  # the session, first
     await agent.request("POST", f"/api/v1/prompts/{created.json()['id']}/cancel", auth)
-    ws = await WebSocket.connect(socket_port, f"/ws/sessions/{SESSION}/", human_cookie(login))
+    ws = await WebSocket.connect(socket_port, session_socket(SESSION), human_cookie(login))
     await ws.receive()  # the current state
     arrivals: asyncio.Queue[tuple[float, str]] = asyncio.Queue()
 

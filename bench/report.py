@@ -192,7 +192,7 @@ What each figure is:
   mode B); the target is a p99 within 5 ms of it.
 - **Waiting capacity**: a fresh server per level; after a warm-up, N
   connections are opened (waits: `GET …?wait=55` on pending prompts, asked
-  again when they end; sockets: `/ws/sessions/<key>/` with a session cookie,
+  again when they end; sockets: `/ws/sessions/<key>/?since=…` as a page opens it, with a session cookie,
   held after their first message). Memory is the growth of VmRSS over N;
   threads are the process's (`/proc/<pid>/status`) while held; the trivial
   request is `GET /healthz`, its floor the same request before the load.
