@@ -139,7 +139,7 @@ def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a short smoke run (one to two minutes)")
-    parser.add_argument("--out", type=Path, default=servers.ROOT / "docs" / "PERFORMANCE.md")
+    parser.add_argument("--out", type=Path, help="where to write the report (a full run: docs/PERFORMANCE.md)")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
     started = time.monotonic()
@@ -174,8 +174,11 @@ def main() -> int:
     print(report.text_table(table))
     print("\n".join(table.notes))
     command = "make bench" + (" BENCH_ARGS=--quick" if args.quick else "")
-    report.write(args.out, table, report.machine(), command, seconds)
-    say(f"wrote {args.out}")
+    # A smoke run never replaces the recorded full run.
+    out = args.out or (None if args.quick else servers.ROOT / "docs" / "PERFORMANCE.md")
+    if out is not None:
+        report.write(out, table, report.machine(), command, seconds)
+        say(f"wrote {out}")
     return 0
 
 

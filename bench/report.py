@@ -171,7 +171,8 @@ Written by `make bench` (`python -m bench`); do not edit the results by hand.
 Reproduce with `make bench` on a clean checkout (PostgreSQL on 127.0.0.1:5432
 as user `postgres`, Redis on 127.0.0.1:6379, or `BENCH_POSTGRES` and
 `BENCH_REDIS_URL`; without them only the embedded mode runs);
-`make bench BENCH_ARGS=--quick` is a short smoke run. The benchmark starts its own Daphne processes, drives them
+`make bench BENCH_ARGS=--quick` is a short smoke run that prints its table
+and writes nothing. The benchmark starts its own Daphne processes, drives them
 only over 127.0.0.1 and measures its floors in the same run; client and
 servers share the machine's cores, so read absolute times as orders of
 magnitude and the ratios to the floors as the result.
