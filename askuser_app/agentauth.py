@@ -39,9 +39,11 @@ def agent_for(authorization: str | None):
     from .models import Agent
 
     token = bearer_token(authorization)
-    agent = Agent.objects.filter(token_hash=hash_token(token)).first()
-    if agent is None:
-        raise Unauthorized("Unknown agent token.")
+    # token_hash is unique: a plain get, without first()'s ORDER BY.
+    try:
+        agent = Agent.objects.get(token_hash=hash_token(token))
+    except Agent.DoesNotExist:
+        raise Unauthorized("Unknown agent token.") from None
     if agent.revoked_at is not None:
         raise Unauthorized(f"This agent token was revoked on {agent.revoked_at:%Y-%m-%d at %H:%M} UTC.")
     now = timezone.now()

@@ -11,6 +11,11 @@ Here a request borrows a kept thread, whose connection stays open
 (``CONN_MAX_AGE``), and the whole chain (middleware, view, ORM) runs on it in
 one call, as under WSGI. Nothing in the chain is asynchronous, and the long
 waits are served in front of Django (``longpoll``), so no wait holds a thread.
+
+The agent API (``/api/``) gets a handler of its own whose chain is
+``API_MIDDLEWARE``: an agent sends a token, never a cookie, so sessions, CSRF,
+login, messages and htmx would only cost it time; it keeps the security
+headers and the host check.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
+from django.core.handlers.exception import convert_exception_to_response
+from django.utils.module_loading import import_string
 
 # Threads kept between requests, each with its open database connection.
 KEEP_THREADS = 32
@@ -63,6 +71,26 @@ class ASGIHandler(DjangoASGIHandler):
         super().load_middleware(is_async=False)
         self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
 
+
+class APIHandler(ASGIHandler):
+    """The same handler with the chain ``API_MIDDLEWARE`` names instead of ``MIDDLEWARE``."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        # Django's loader reads settings.MIDDLEWARE itself; this is its
+        # synchronous path over another list (every entry here is sync-capable).
+        self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []
+        handler = convert_exception_to_response(self._get_response)
+        for path in reversed(settings.API_MIDDLEWARE):
+            middleware = import_string(path)(handler)
+            if hasattr(middleware, "process_view"):
+                self._view_middleware.insert(0, middleware.process_view)
+            if hasattr(middleware, "process_template_response"):
+                self._template_response_middleware.append(middleware.process_template_response)
+            if hasattr(middleware, "process_exception"):
+                self._exception_middleware.append(middleware.process_exception)
+            handler = convert_exception_to_response(middleware)
+        self._middleware_chain = sync_to_async(handler, thread_sensitive=True)
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         async with self.threads.lend():
             await super().__call__(scope, receive, send)
@@ -74,3 +102,8 @@ def get_asgi_application() -> ASGIHandler:
 
     django.setup(set_prefix=False)
     return ASGIHandler()
+
+
+def get_api_application(django_app: ASGIHandler) -> APIHandler:
+    """The agent API's handler, lending requests the threads of ``django_app``."""
+    return APIHandler(django_app.threads)

@@ -80,6 +80,14 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "askuser_app.middleware.SecurityHeadersMiddleware",
 ]
+# The agent API's chain (askuser_app.handler): agents send a token, not
+# cookies, so no sessions, CSRF, login, messages or htmx; the same headers.
+API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "askuser_app.middleware.SecurityHeadersMiddleware",
+]
 
 ROOT_URLCONF = "controlui.urls"
 ASGI_APPLICATION = "controlui.asgi.application"

@@ -136,6 +136,64 @@ def test_long_polls_and_health_send_security_headers(api, asked):
         assert_secure_headers(async_to_sync(get)(path).headers)
 
 
+async def through_the_server(method: str, path: str, **kwargs) -> httpx.Response:
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        return await client.request(method, path, **kwargs)
+
+
+def repr_chain(chain) -> str:
+    """The class names of a handler's middleware, outermost first."""
+    names, layer = [], getattr(chain, "func", chain)
+    while layer is not None:
+        inner = getattr(layer, "__wrapped__", layer)
+        names.append(type(inner).__name__)
+        layer = getattr(inner, "get_response", None)
+    return " ".join(names)
+
+
+@pytest.mark.django_db(transaction=True)  # the server's handlers run on their own threads
+def test_the_agent_api_is_served_by_its_own_chain_with_the_same_headers(token):
+    """The API's handler runs no session, CSRF or login middleware: no cookie, same headers."""
+    auth = {"Authorization": f"Bearer {token}"}
+
+    created = async_to_sync(through_the_server)("POST", "/api/v1/prompts", json=payload(), headers=auth)
+    not_found = async_to_sync(through_the_server)("GET", "/api/v1/nope", headers=auth)
+
+    assert created.status_code == 201 and not_found.status_code == 404
+    chain = application.application_mapping["http"].api_app._middleware_chain
+    assert "SessionMiddleware" not in repr_chain(chain) and "SecurityHeadersMiddleware" in repr_chain(chain)
+    for response in (created, not_found):
+        assert_secure_headers(response.headers)
+        assert response.headers["X-Frame-Options"] == "DENY"
+        assert "set-cookie" not in response.headers
+        assert "Cookie" not in response.headers.get("Vary", "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_session_does_not_open_the_agent_api(owner):
+    """Only the agent token authenticates the API; a logged-in browser's cookie is not read."""
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(owner)
+    cookie = {"Cookie": f"sessionid={browser.cookies['sessionid'].value}"}
+
+    response = async_to_sync(through_the_server)("POST", "/api/v1/prompts", json=payload(), headers=cookie)
+
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthorized"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_agent_api_still_refuses_an_unknown_host(token):
+    response = async_to_sync(through_the_server)(
+        "POST", "/api/v1/prompts", json=payload(), headers={"Authorization": f"Bearer {token}", "Host": "evil.example"}
+    )
+
+    assert response.status_code == 400
+
+
 def test_session_and_csrf_cookies_are_http_only_and_same_site(client, owner):
     from .conftest import PASSWORD
 
