@@ -23,13 +23,13 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
-from django.db.models import Field, Min, Model
-from django.db.models.constants import OnConflict
+from django.db import IntegrityError, transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from . import contract, expiry, realtime, textreply, webhooks
 from .agentauth import hash_token, new_token
+from .inserts import insert_rows
 from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session
 
 log = logging.getLogger("askuser")
@@ -173,7 +173,7 @@ def _session_for(agent: Agent, key: str) -> tuple[Session, bool]:
     Tried as an insert first (a conflict inserts nothing), so that a new
     session costs one statement, without a lookup or a savepoint."""
     session = Session(owner_id=agent.owner_id, key=key, agent=agent)
-    if _insert([session], ignore_conflicts=True):
+    if insert_rows([session], ignore_conflicts=True):
         return session, True
     session = Session.objects.get(owner_id=agent.owner_id, key=key)
     if session.agent_id != agent.pk:
@@ -184,7 +184,7 @@ def _session_for(agent: Agent, key: str) -> tuple[Session, bool]:
 def _run_for(agent: Agent, session: Session, run_id: str | None) -> Run:
     if run_id is None:
         run = Run(agent=agent, run_id=f"run-{uuid.uuid4().hex[:12]}", session=session)
-        _insert([run])
+        insert_rows([run])
         return run
     # Lock the run so that an abort racing this ask sees the new prompt.
     run, _ = Run.objects.select_for_update().get_or_create(agent=agent, run_id=run_id, defaults={"session": session})
@@ -231,11 +231,11 @@ def _insert_prompt(
         callback_url=request.callback_url or "",
     )
     if not contested:
-        _insert([prompt])
+        insert_rows([prompt])
         return prompt, True
     try:
         with transaction.atomic():
-            _insert([prompt])
+            insert_rows([prompt])
     except IntegrityError:
         # Either a concurrent create with the same Idempotency-Key won, or the
         # session already has a pending prompt: the database decided.
@@ -271,69 +271,14 @@ def _store_questions(prompt: Prompt, request: contract.CreatePromptIn) -> None:
         )
         for index, q in enumerate(request.questions)
     ]
-    _insert(questions)
-    _insert(
+    insert_rows(questions)
+    insert_rows(
         [
             Option(question=question, position=index, label=o.label, description=o.description or "")
             for question, q in zip(questions, request.questions, strict=True)
             for index, o in enumerate(q.options)
         ]
     )
-
-
-# Per (model, row count, conflicts ignored): the INSERT's SQL, the fields it writes and those it returns.
-_insert_shapes: dict[tuple[type[Model], int, bool], tuple[str, list[Field], list[Field]]] = {}
-
-
-def _insert(objs: Sequence[Model], *, ignore_conflicts: bool = False) -> int:
-    """Insert new rows of one model in one statement, as ``bulk_create`` does.
-
-    Django compiles an INSERT afresh for every call, and on the create path
-    that costs more than the database's work; here the statement is built once
-    per model and row count. Values still go through each field's
-    ``pre_save`` and ``get_db_prep_save``, and the auto primary key is read
-    back (RETURNING). Nothing else differs: no model here has save signals.
-
-    With ``ignore_conflicts`` a row that would break a unique constraint is
-    not inserted; returns how many rows were, which then needs a returned
-    primary key to count (a single new row of a model with an auto key).
-    """
-    if not objs:
-        return 0
-    db = connections[DEFAULT_DB_ALIAS]
-    model = type(objs[0])
-    key = (model, len(objs), ignore_conflicts)
-    shape = _insert_shapes.get(key)
-    if shape is None:
-        meta, ops = model._meta, db.ops
-        returning = list(meta.db_returning_fields)
-        fields = [f for f in meta.concrete_fields if f not in returning]
-        assert not ignore_conflicts or (returning and len(objs) == 1)
-        on_conflict = OnConflict.IGNORE if ignore_conflicts else None
-        row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-        sql = " ".join(
-            part
-            for part in (
-                ops.insert_statement(on_conflict=on_conflict),
-                ops.quote_name(meta.db_table),
-                f"({', '.join(ops.quote_name(f.column) for f in fields)})",
-                f"VALUES {', '.join([row] * len(objs))}",
-                ops.on_conflict_suffix_sql(fields, on_conflict, None, None),
-                ops.return_insert_columns(returning)[0],
-            )
-            if part
-        )
-        shape = _insert_shapes[key] = sql, fields, returning
-    sql, fields, returning = shape
-    params = [f.get_db_prep_save(f.pre_save(obj, True), db) for obj in objs for f in fields]
-    with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall() if returning else [()] * len(objs)
-    for obj, values in zip(objs, rows, strict=False):
-        for field, value in zip(returning, values, strict=True):
-            setattr(obj, field.attname, value)
-        obj._state.adding, obj._state.db = False, db.alias
-    return len(rows)
 
 
 # --- resolving -----------------------------------------------------------------
@@ -592,7 +537,7 @@ def _current(prompt: Prompt) -> Prompt:
 
 
 def _record(prompt: Prompt, kind: str, actor: str, surface: str, **detail: Any) -> None:
-    _insert([PromptEvent(prompt=prompt, kind=kind, actor=actor, surface=surface, detail=detail)])
+    insert_rows([PromptEvent(prompt=prompt, kind=kind, actor=actor, surface=surface, detail=detail)])
 
 
 def _username(user: AbstractBaseUser | None) -> str | None:
