@@ -113,50 +113,61 @@ async def health(port: int) -> dict:
 async def hold(
     server: Server,
     kind: str,
-    count: int,
+    levels: list[int],
     holder: Callable[[int], Callable[[Holders], Awaitable[None]]],
     samples: int,
     *,
-    ramp_limit: float,
+    ramp_limit: Callable[[int], float],
     connecting: int,
-) -> Held:
-    """Open ``count`` connections made by ``holder(i)`` on a warmed-up server,
-    for at most ``ramp_limit`` seconds, and measure what is held."""
+) -> list[Held]:
+    """Open connections made by ``holder(i)`` on a warmed-up server up to each
+    of ``levels`` in turn, keeping those already open, and measure what is
+    held at each; a level's new connections may take ``ramp_limit(new)``
+    seconds, and a level not reached ends the climb."""
     trivial_idle = await http_round_trip(server.port, samples, "/healthz")
     gc.collect()
     base = server.proc_status()
     holders = Holders(connecting)
-    started = time.perf_counter()
-    for i in range(count):
-        holders.add(holder(i))
-    while time.perf_counter() - started < ramp_limit and holders.ready + holders.failed < count:
-        await asyncio.sleep(0.1)
-    if kind == "waits":  # parked means counted by the server's hub, not only sent
-        while time.perf_counter() - started < ramp_limit and (await health(server.port))["waiting"] < holders.ready:
-            await asyncio.sleep(0.1)
-    ramp = time.perf_counter() - started
-    holders.closed = True
-    await asyncio.sleep(0.5)  # let the last handshakes and reads settle
-    held_status = server.proc_status()
-    counted = await health(server.port)
-    held = counted["waiting"] if kind == "waits" else holders.ready
-    trivial_held = await http_round_trip(server.port, samples, "/healthz")
-    with contextlib.suppress(Exception):
-        await holders.close()
-    return Held(
-        kind,
-        count,
-        held,
-        holders.failed,
-        ramp,
-        base["rss_kib"],
-        held_status["rss_kib"],
-        base["threads"],
-        held_status["threads"],
-        counted["threads"],
-        trivial_idle,
-        trivial_held,
-    )
+    measured: list[Held] = []
+    try:
+        for count in levels:
+            started, limit = time.perf_counter(), ramp_limit(count - len(holders.tasks))
+            for i in range(len(holders.tasks), count):
+                holders.add(holder(i))
+            while time.perf_counter() - started < limit and holders.ready + holders.failed < count:
+                await asyncio.sleep(0.1)
+            if kind == "waits":  # parked means counted by the server's hub, not only sent
+                while time.perf_counter() - started < limit and (await health(server.port))["waiting"] < holders.ready:
+                    await asyncio.sleep(0.1)
+            ramp = time.perf_counter() - started
+            await asyncio.sleep(0.5)  # let the last handshakes and reads settle
+            held_status = server.proc_status()
+            counted = await health(server.port)
+            held = counted["waiting"] if kind == "waits" else holders.ready
+            trivial_held = await http_round_trip(server.port, samples, "/healthz")
+            measured.append(
+                Held(
+                    kind,
+                    count,
+                    held,
+                    holders.failed,
+                    ramp,
+                    base["rss_kib"],
+                    held_status["rss_kib"],
+                    base["threads"],
+                    held_status["threads"],
+                    counted["threads"],
+                    trivial_idle,
+                    trivial_held,
+                )
+            )
+            if held < count:
+                break
+    finally:
+        holders.closed = True
+        with contextlib.suppress(Exception):
+            await holders.close()
+    return measured
 
 
 async def warm_up(server: Server, prompt_id: str, session: str, token: str, login: str) -> None:

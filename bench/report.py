@@ -191,10 +191,12 @@ What each figure is:
   layer. Mode B: two processes, PostgreSQL and Redis, waiting on one and
   answering on the other. The floor is the HTTP floor (plus the Redis floor in
   mode B); the target is a p99 within 5 ms of it.
-- **Waiting capacity**: a fresh server per level; after a warm-up, N
-  connections are opened (waits: `GET …?wait=55` on pending prompts, asked
-  again when they end; sockets: `/ws/sessions/<key>/?since=…` as a page opens it, with a session cookie,
-  held after their first message). Memory is the growth of VmRSS over N;
+- **Waiting capacity**: after a warm-up, N connections are opened and held
+  (waits: `GET …?wait=55` on pending prompts, asked again when they end, on a
+  fresh server per level; sockets: `/ws/sessions/<key>/?since=…` as a page
+  opens it, with a session cookie, held after their first message, on one
+  server climbing from level to level, its "connect ramp" the time the
+  level's new sockets took). Memory is the growth of VmRSS over N;
   threads are the process's (`/proc/<pid>/status`) while held; the trivial
   request is `GET /healthz`, its floor the same request before the load.
 - **Create throughput**: N agents post valid two-question prompts, each in a
