@@ -35,8 +35,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         # Joined first, then the current state: nothing that happened since
-        # the page was rendered is missed.
-        await self.send(text_data=await self.render(self.render_state))
+        # the page was rendered is missed. A page that is up to date gets nothing.
+        state = await self.render(self.render_state)
+        if state:
+            await self.send(text_data=state)
 
     async def disconnect(self, code: int) -> None:
         if self.group:
@@ -65,8 +67,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """The state as of joining; a session page says since when it needs the timeline."""
         if self.session is None:
             return self.render_sessions()
-        cursor = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("since", [None])[0]
-        return ui.render_catch_up(self.session, self.cookies, ui.catch_up_since(cursor))
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        cursor, shown = (query.get(name, [None])[0] for name in ("since", "shown"))
+        return ui.render_catch_up(self.session, self.cookies, ui.catch_up_since(cursor), shown or "")
 
     def render_sessions(self) -> str:
         return ui.render_sessions(self.scope["user"], oob=True)

@@ -259,26 +259,31 @@ def render_timeline(session: Session, *, oob: bool = False) -> str:
     return render_to_string("askuser/partials/timeline.html", {"items": timeline(session), "oob": oob})
 
 
-def render_catch_up(session: Session, cookies: dict[str, str], since: datetime | None) -> str:
-    """What a tab needs on (re)connecting: the current panel, and the timeline
-    items it may have missed since ``since`` (the whole timeline without it).
+def render_catch_up(session: Session, cookies: dict[str, str], since: datetime | None, shown: str = "") -> str:
+    """What a tab needs on (re)connecting: the panel, unless its page already
+    shows the prompt that is pending (``shown``, its id or "" for none), and
+    the timeline items it may have missed since ``since``; without ``since``,
+    the whole panel and timeline.
 
-    Most tabs connect to a page that is up to date with nothing pending: one
-    query says so, and only what changed is looked up and rendered."""
+    The panel is not sent again for the prompt the page shows: an answer the
+    person has begun before the socket connected stays as it is. Most tabs
+    connect to a page that is up to date: one query says so."""
     if since is None:
         return render_panel(session, cookies, oob=True) + render_timeline(session, oob=True)
     prompts = Prompt.objects.filter(session=OuterRef("pk"))
     pending, new_messages, new_summaries = (
         Session.objects.filter(pk=session.pk)
         .values_list(
-            Exists(prompts.filter(status=Prompt.Status.PENDING)),
+            Subquery(prompts.filter(status=Prompt.Status.PENDING).values("pk")[:1]),
             Exists(Message.objects.filter(session=OuterRef("pk"), created_at__gte=since)),
             Exists(prompts.exclude(status=Prompt.Status.PENDING).filter(resolved_at__gte=since)),
         )
         .get()
     )
     items = timeline(session, since=since) if new_messages or new_summaries else []
-    return render_panel(session, cookies, oob=True, pending=pending) + render_appended(items)
+    unchanged = str(pending or "") == shown
+    panel = "" if unchanged else render_panel(session, cookies, oob=True, pending=pending is not None)
+    return panel + render_appended(items)
 
 
 def render_sessions(user: Any, *, oob: bool = False) -> str:

@@ -88,14 +88,42 @@ async def test_on_connect_a_tab_gets_the_current_panel_and_timeline(agent, owner
     await socket.disconnect()
 
 
-async def test_a_tab_whose_page_is_up_to_date_gets_only_the_empty_panel(owner, session):
+async def test_a_tab_whose_page_is_up_to_date_is_sent_nothing_until_something_changes(agent, owner, session):
     await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
-    socket = await connect(f"/ws/sessions/support-42/?since={ui.timeline_cursor()}", owner)
+    socket = await connect(f"/ws/sessions/support-42/?since={ui.timeline_cursor()}&shown=", owner)
+    await socket.connect(timeout=DEADLINE)
+
+    await database_call(services.post_agent_message)(agent, "support-42", "Deploying now")
+
+    html = await socket.receive_from(timeout=DEADLINE)  # the first frame is the change
+    assert "Deploying now" in html and "prompt-panel" not in html
+    await socket.disconnect()
+
+
+async def test_the_panel_the_page_shows_is_not_sent_again_so_a_begun_answer_stays(agent, owner, session):
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    shown = await ask(agent)
+    socket = await connect(f"/ws/sessions/support-42/?since={ui.timeline_cursor()}&shown={shown.pk}", owner)
+    await socket.connect(timeout=DEADLINE)
+
+    await database_call(services.post_agent_message)(agent, "support-42", "Deploying now")
+
+    html = await socket.receive_from(timeout=DEADLINE)
+    assert "Deploying now" in html and "prompt-panel" not in html
+    await socket.disconnect()
+
+
+async def test_a_page_showing_a_prompt_resolved_meanwhile_gets_the_panel_closed(agent, owner, session):
+    shown = await ask(agent)
+    cursor = await database_call(ui.timeline_cursor)()
+    await database_call(services.cancel)(shown, agent=agent)
+    socket = await connect(f"/ws/sessions/support-42/?since={cursor}&shown={shown.pk}", owner)
     await socket.connect(timeout=DEADLINE)
 
     html = await socket.receive_from(timeout=DEADLINE)
 
-    assert html.strip() == '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true"></section>'
+    assert '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true"></section>' in html
+    assert f'id="item-prompt-{shown.pk}"' in html  # and its summary
     await socket.disconnect()
 
 

@@ -108,7 +108,8 @@ def test_without_a_pending_prompt_the_panel_is_hidden(agent, browser):
 
     assert '<section id="prompt-panel" class="panel" hidden' in html
     assert "Working on it" in html
-    assert 'ws-connect="/ws/sessions/support-42/?since=' in html  # so that its socket sends only what is new
+    # So that its socket sends only what is new, and no panel over the one it shows.
+    assert 'ws-connect="/ws/sessions/support-42/?since=' in html and "&amp;shown=" in html
 
 
 def test_the_plain_form_answers_every_question(agent, owner, browser):
