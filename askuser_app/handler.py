@@ -71,6 +71,10 @@ class ASGIHandler(DjangoASGIHandler):
         super().load_middleware(is_async=False)
         self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
 
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        async with self.threads.lend():
+            await super().__call__(scope, receive, send)
+
 
 class APIHandler(ASGIHandler):
     """The same handler with the chain ``API_MIDDLEWARE`` names instead of ``MIDDLEWARE``."""
@@ -90,10 +94,6 @@ class APIHandler(ASGIHandler):
                 self._exception_middleware.append(middleware.process_exception)
             handler = convert_exception_to_response(middleware)
         self._middleware_chain = sync_to_async(handler, thread_sensitive=True)
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        async with self.threads.lend():
-            await super().__call__(scope, receive, send)
 
 
 def get_asgi_application() -> ASGIHandler:

@@ -28,9 +28,10 @@ def seen():
     request_finished.disconnect(record)
 
 
-async def test_requests_one_after_another_reuse_a_thread(seen):
+@pytest.mark.parametrize("path", ["/api/v1/tool", "/login/"], ids=["agent API", "pages"])
+async def test_requests_one_after_another_reuse_a_thread(seen, path):
     for _ in range(5):
-        assert (await asgi_get("/api/v1/tool", {})).status_code == 200
+        assert (await asgi_get(path, {})).status_code == 200
 
     assert len({thread for thread, _ in seen}) == 1
 
