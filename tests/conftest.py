@@ -171,12 +171,17 @@ class AsgiResponse:
         return self.headers[header]
 
 
-async def asgi_get(url: str, headers: dict[str, str]) -> AsgiResponse:
+async def asgi_request(method: str, url: str, **kwargs: Any) -> httpx.Response:
+    """One request through the whole ASGI application, as a server would pass it on."""
     from controlui.asgi import application
 
     transport = httpx.ASGITransport(app=application)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-        return AsgiResponse(await client.get(url, headers=headers, timeout=70))
+        return await client.request(method, url, **kwargs)
+
+
+async def asgi_get(url: str, headers: dict[str, str]) -> AsgiResponse:
+    return AsgiResponse(await asgi_request("GET", url, headers=headers, timeout=70))
 
 
 @pytest.fixture

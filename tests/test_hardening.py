@@ -16,7 +16,7 @@ from asgiref.sync import async_to_sync
 from askuser_app.models import Prompt
 from controlui.asgi import application
 
-from .conftest import AgentClient, payload
+from .conftest import AgentClient, asgi_request, payload
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,12 +136,6 @@ def test_long_polls_and_health_send_security_headers(api, asked):
         assert_secure_headers(async_to_sync(get)(path).headers)
 
 
-async def through_the_server(method: str, path: str, **kwargs) -> httpx.Response:
-    transport = httpx.ASGITransport(app=application)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-        return await client.request(method, path, **kwargs)
-
-
 def repr_chain(chain) -> str:
     """The class names of a handler's middleware, outermost first."""
     names, layer = [], getattr(chain, "func", chain)
@@ -157,8 +151,8 @@ def test_the_agent_api_is_served_by_its_own_chain_with_the_same_headers(token):
     """The API's handler runs no session, CSRF or login middleware: no cookie, same headers."""
     auth = {"Authorization": f"Bearer {token}"}
 
-    created = async_to_sync(through_the_server)("POST", "/api/v1/prompts", json=payload(), headers=auth)
-    not_found = async_to_sync(through_the_server)("GET", "/api/v1/nope", headers=auth)
+    created = async_to_sync(asgi_request)("POST", "/api/v1/prompts", json=payload(), headers=auth)
+    not_found = async_to_sync(asgi_request)("GET", "/api/v1/nope", headers=auth)
 
     assert created.status_code == 201 and not_found.status_code == 404
     chain = application.application_mapping["http"].api_app._middleware_chain
@@ -179,7 +173,7 @@ def test_a_browser_session_does_not_open_the_agent_api(owner):
     browser.force_login(owner)
     cookie = {"Cookie": f"sessionid={browser.cookies['sessionid'].value}"}
 
-    response = async_to_sync(through_the_server)("POST", "/api/v1/prompts", json=payload(), headers=cookie)
+    response = async_to_sync(asgi_request)("POST", "/api/v1/prompts", json=payload(), headers=cookie)
 
     assert response.status_code == 401
     assert response.json()["error"] == "unauthorized"
@@ -187,7 +181,7 @@ def test_a_browser_session_does_not_open_the_agent_api(owner):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_agent_api_still_refuses_an_unknown_host(token):
-    response = async_to_sync(through_the_server)(
+    response = async_to_sync(asgi_request)(
         "POST", "/api/v1/prompts", json=payload(), headers={"Authorization": f"Bearer {token}", "Host": "evil.example"}
     )
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.signals import request_finished, request_started
 from django.db import connection
 
-from .conftest import asgi_get, payload
+from .conftest import asgi_get, asgi_request, payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,12 +37,8 @@ async def test_requests_one_after_another_reuse_a_thread(seen, path):
 
 
 async def ask(token: str, session: str) -> httpx.Response:
-    from controlui.asgi import application
-
-    transport = httpx.ASGITransport(app=application)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-        headers = {"Authorization": f"Bearer {token}"}
-        return await client.post("/api/v1/prompts", json=payload(session=session), headers=headers)
+    headers = {"Authorization": f"Bearer {token}"}
+    return await asgi_request("POST", "/api/v1/prompts", json=payload(session=session), headers=headers)
 
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL connections come from a pool")
