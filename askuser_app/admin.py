@@ -330,6 +330,7 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
             extra_context = {
                 **(extra_context or {}),
                 "questions": history.question_views(prompt),
+                "outcome": history.outcome_caption(prompt),
                 "events": prompt.events.all(),
                 "session_prompts_url": changelist_url(Prompt, session__id__exact=prompt.session_id),
                 "can_cancel": prompt.is_pending and self.has_cancel_permission(request),

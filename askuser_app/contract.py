@@ -20,6 +20,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
+from . import wording
+from .chars import control_character, fold
+
 MAX_QUESTIONS = 3
 HEADER_LENGTH = 12
 DEFAULT_TIMEOUT = 900
@@ -38,12 +41,11 @@ def invalid(message: str) -> PydanticCustomError:
 
 
 def _checked_text(value: str, *, multiline: bool) -> str:
-    allowed = "\n\t" if multiline else ""
-    for char in value:
-        if unicodedata.category(char) == "Cc" and char not in allowed:
-            raise invalid(f"must not contain control characters (found U+{ord(char):04X})")
-        if unicodedata.category(char) == "Cs":
-            raise invalid("must be valid Unicode text (found a lone surrogate)")
+    char = control_character(value, allowed="\n\t" if multiline else "")
+    if char is not None and unicodedata.category(char) == "Cs":
+        raise invalid("must be valid Unicode text (found a lone surrogate)")
+    if char is not None:
+        raise invalid(f"must not contain control characters (found U+{ord(char):04X})")
     if not value.strip(_INVISIBLE + " \t\n"):
         raise invalid("must not be blank")
     return value
@@ -64,7 +66,7 @@ def _not_other(label: str) -> str:
 
 
 def _callback_url(url: str) -> str:
-    if any(char.isspace() or unicodedata.category(char) == "Cc" for char in url):
+    if any(char.isspace() for char in url) or control_character(url, allowed=""):
         raise invalid("must be a URL without spaces or control characters")
     try:
         parts = urlsplit(url)
@@ -241,7 +243,7 @@ def describe_errors(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
 def _duplicates(values: list[str], path: str) -> list[dict[str, str]]:
     errors, seen = [], {}
     for index, value in enumerate(values):
-        folded = unicodedata.normalize("NFKC", value).casefold()
+        folded = fold(value)
         if folded in seen:
             message = f"duplicates {path.format(seen[folded])} ({value!r}); each must be different"
             errors.append({"path": path.format(index), "message": message})
@@ -320,11 +322,8 @@ def answered_result(
 
 def summary_value(values: list[str], free_text: str, skipped: bool) -> str:
     if skipped:
-        return "Skipped"
+        return wording.word("skipped", wording.for_agent)
     return ", ".join(f"“{value}”" if value == free_text else value for value in values)
-
-
-NO_ANSWER_WORDS = {"expired": "Expired", "cancelled": "Cancelled", "aborted": "Cancelled", "skipped": "Skipped"}
 
 
 def no_answer_result(
@@ -336,7 +335,7 @@ def no_answer_result(
     surface: str | None,
     resolved_at: datetime,
 ) -> dict[str, Any]:
-    word = NO_ANSWER_WORDS[reason]
+    word = wording.word(reason, wording.for_agent)
     return {
         "status": "no_answer",
         "id": prompt_id,

@@ -10,14 +10,14 @@ reads expire overdue prompts themselves, so no result depends on this loop.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
+from . import services, signals
 from .asyncdb import database_call
 from .background import Loop
 
 
 async def _turn() -> datetime | None:
-    from . import services  # services tells this module about new deadlines
-
     await database_call(services.expire_due)()
     return await database_call(services.next_deadline)()
 
@@ -26,6 +26,10 @@ loop = Loop("Expiring prompts", _turn)
 ensure_running = loop.ensure_running
 
 
-def deadline_added(expires_at: datetime) -> None:
-    """Called from any thread after a prompt is created here."""
+def deadline_added(sender: Any, *, expires_at: datetime, **kwargs: Any) -> None:
+    """From any thread, after a prompt is created here (``signals.deadline_added``)."""
     loop.wake(expires_at)
+
+
+# services only sends the signal: it does not import this module, which imports it.
+signals.deadline_added.connect(deadline_added)

@@ -24,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from django.utils import timezone
 
-from . import contract
+from . import contract, wording
 from .models import Agent, Option, Prompt, Question
 
 # resolved_at - created_at: the "time to resolution" of a prompt (time to answer, for an answered one).
@@ -58,6 +58,15 @@ def answer_lines(prompt: Prompt) -> list[str]:
     return [f"Pending until {prompt.expires_at:%Y-%m-%d %H:%M} UTC"]
 
 
+def outcome_caption(prompt: Prompt) -> str:
+    """What happened to the prompt, in the words the Control UI's summary uses."""
+    outcome = wording.outcome_of(prompt.status, prompt.reason)
+    if outcome is None:
+        return ""
+    who = prompt.resolved_by.get_username() if prompt.resolved_by_id else None
+    return wording.caption(outcome, prompt.surface, who, wording.for_person)
+
+
 # --- the detail page -------------------------------------------------------------
 
 
@@ -77,6 +86,11 @@ class QuestionView:
     outcome: str  # answered / skipped / expired / cancelled / aborted / pending
     chosen: list[str] = field(default_factory=list)
     free_text: str = ""
+
+    @property
+    def outcome_word(self) -> str:
+        """ "Skipped", "Expired", "Cancelled": as the summaries say it; "" otherwise."""
+        return wording.word(self.outcome, wording.for_person) if self.outcome in wording.OUTCOMES else ""
 
 
 def question_views(prompt: Prompt) -> list[QuestionView]:

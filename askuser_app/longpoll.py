@@ -60,7 +60,7 @@ def _read_state(authorization: str | None, prompt_id: uuid.UUID | None) -> dict[
     agent = agentauth.agent_for(authorization)
     if prompt_id is None:
         return {}
-    return services.result_of(services.prompt_for_owner(agent.owner_id, prompt_id))
+    return services.result_expiring_if_overdue(services.prompt_for_owner(agent.owner_id, prompt_id))
 
 
 # --- session messages --------------------------------------------------------------

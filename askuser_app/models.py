@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from . import wording
+
 
 def new_webhook_secret() -> str:
     return "whsec_" + secrets.token_urlsafe(32)
@@ -206,7 +208,7 @@ class Answer(models.Model):
     skipped = models.BooleanField(default=False)
 
     def __str__(self) -> str:
-        return "Skipped" if self.skipped else ", ".join(self.values)
+        return wording.word("skipped", wording.for_person) if self.skipped else ", ".join(self.values)
 
 
 class PromptEvent(models.Model):

@@ -13,10 +13,9 @@ import contextlib
 import hashlib
 import logging
 import math
-import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,8 +26,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from . import contract, expiry, realtime, textreply, webhooks
+from . import contract, realtime, signals, textreply, webhooks, wording
 from .agentauth import hash_token, new_token
+from .chars import control_character, fold
 from .inserts import insert_rows
 from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session
 
@@ -80,8 +80,13 @@ class AlreadyResolved(Conflict):
     code = "already_resolved"
 
     def __init__(self, prompt: Prompt) -> None:
+        # ``message`` is for the agent API (English); people are told ``for_person``.
         super().__init__(describe_resolution(prompt), prompt=prompt.result)
         self.prompt = prompt
+
+    @property
+    def for_person(self) -> str:
+        return describe_resolution(self.prompt, wording.for_person)
 
 
 # --- agents --------------------------------------------------------------------
@@ -132,7 +137,7 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
         _store_questions(prompt, request)
         _record(prompt, PromptEvent.Kind.CREATED, f"agent {agent.name}", "api", run_id=run.run_id)
         transaction.on_commit(lambda: realtime.prompt_created(prompt), robust=True)
-        transaction.on_commit(lambda: expiry.deadline_added(prompt.expires_at), robust=True)
+        transaction.on_commit(lambda: signals.deadline_added.send(Prompt, expires_at=prompt.expires_at), robust=True)
     return Asked(prompt, created=True)
 
 
@@ -322,7 +327,7 @@ def answer(
         surface=surface,
         resolved_at=resolved_at,
     )
-    rows = [
+    rows = tuple(
         Answer(
             question=q,
             values=result["answers"]["answers"][q.key],
@@ -330,19 +335,19 @@ def answer(
             skipped=read[q.key].skipped,
         )
         for q in questions
-    ]
-    return _transition(
-        prompt,
-        status=Prompt.Status.ANSWERED,
-        reason="",
-        event=PromptEvent.Kind.ANSWERED,
+    )
+    resolution = Resolution(
+        Prompt.Status.ANSWERED,
+        "",
+        PromptEvent.Kind.ANSWERED,
         by=by,
         surface=surface,
         resolved_at=resolved_at,
         result=result,
         answers=rows,
-        detail=detail,
+        detail=detail or {},
     )
+    return _transition(prompt, resolution)
 
 
 def read_answers(questions: list[Question], answers: AnswerInput) -> dict[str, QuestionAnswer]:
@@ -355,10 +360,6 @@ def read_answers(questions: list[Question], answers: AnswerInput) -> dict[str, Q
     if missing:
         raise InvalidAnswer(f"No answer for question {missing[0]!r}; give None to skip it.")
     return {q.key: _read_answer(q, answers[q.key]) for q in questions}
-
-
-def fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold().strip()
 
 
 def _read_answer(question: Question, given: Sequence[str] | str | None) -> QuestionAnswer:
@@ -387,7 +388,7 @@ def _checked_free_text(question: Question, value: str) -> str:
         raise InvalidAnswer(
             f"{question.key}: your answer is {len(value)} characters; at most {contract.MAX_FREE_TEXT} fit."
         )
-    if any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\n\t" for c in value):
+    if control_character(value):
         raise InvalidAnswer(f"{question.key}: your answer contains control characters.")
     return value
 
@@ -475,11 +476,10 @@ def _no_answer(
         surface=surface or None,
         resolved_at=resolved_at,
     )
-    return _transition(
-        prompt,
-        status=Prompt.Status.NO_ANSWER,
-        reason=reason,
-        event=event,
+    resolution = Resolution(
+        Prompt.Status.NO_ANSWER,
+        reason,
+        event,
         by=by,
         actor=actor,
         surface=surface,
@@ -487,46 +487,66 @@ def _no_answer(
         result=result,
         overdue=overdue,
     )
+    return _transition(prompt, resolution)
 
 
-def _transition(
-    prompt: Prompt,
-    *,
-    status: str,
-    reason: str,
-    event: str,
-    by: AbstractBaseUser | None,
-    surface: str,
-    resolved_at: datetime,
-    result: dict[str, Any],
-    actor: str = "",
-    answers: list[Answer] | None = None,
-    overdue: bool = False,
-    detail: dict[str, Any] | None = None,
-) -> Prompt:
+@dataclass(frozen=True)
+class Resolution:
+    """One way out of pending, complete before the compare-and-set tries it."""
+
+    status: str
+    reason: str
+    event: str  # the PromptEvent kind the trail records
+    by: AbstractBaseUser | None
+    surface: str
+    resolved_at: datetime
+    result: dict[str, Any]  # what the agent receives, exactly
+    actor: str = ""  # who the trail names when ``by`` is nobody: "agent helper", "system"
+    answers: tuple[Answer, ...] = ()
+    overdue: bool = False  # an expiry: it wins only after the deadline, an answer only before
+    detail: Mapping[str, Any] = field(default_factory=dict)  # more for the trail (how a reply was read)
+
+    @property
+    def trail_actor(self) -> str:
+        return self.actor or _username(self.by) or "unknown"
+
+
+def _transition(prompt: Prompt, resolution: Resolution) -> Prompt:
     """The one compare-and-set out of pending; raises AlreadyResolved for the loser."""
     now = timezone.now()
     with transaction.atomic():
         # An answer is accepted only before the deadline; an expiry only after it.
-        in_time = {"expires_at__lte": now} if overdue else {"expires_at__gt": now}
+        in_time = {"expires_at__lte": now} if resolution.overdue else {"expires_at__gt": now}
         won = Prompt.objects.filter(pk=prompt.pk, status=PENDING, **in_time).update(
-            status=status, reason=reason, resolved_at=resolved_at, resolved_by=by, surface=surface, result=result
+            status=resolution.status,
+            reason=resolution.reason,
+            resolved_at=resolution.resolved_at,
+            resolved_by=resolution.by,
+            surface=resolution.surface,
+            result=resolution.result,
         )
         if won:
-            Answer.objects.bulk_create(answers or [])
-            actor = actor or _username(by) or "unknown"
-            _record(prompt, event, actor, surface, deadline=contract.iso(prompt.expires_at), **(detail or {}))
-            transaction.on_commit(lambda: realtime.prompt_resolved(prompt, result), robust=True)
-            webhooks.prompt_resolved(prompt, result)
+            Answer.objects.bulk_create(resolution.answers)
+            deadline = contract.iso(prompt.expires_at)
+            _record(
+                prompt,
+                resolution.event,
+                resolution.trail_actor,
+                resolution.surface,
+                deadline=deadline,
+                **resolution.detail,
+            )
+            transaction.on_commit(lambda: realtime.prompt_resolved(prompt, resolution.result), robust=True)
+            webhooks.prompt_resolved(prompt, resolution.result)
     if not won:
-        raise AlreadyResolved(_current(prompt))
-    prompt.status, prompt.reason, prompt.resolved_at = status, reason, resolved_at
-    prompt.resolved_by, prompt.surface, prompt.result = by, surface, result
+        raise AlreadyResolved(_current_expiring_if_overdue(prompt))
+    prompt.status, prompt.reason, prompt.surface = resolution.status, resolution.reason, resolution.surface
+    prompt.resolved_at, prompt.resolved_by, prompt.result = resolution.resolved_at, resolution.by, resolution.result
     return prompt
 
 
-def _current(prompt: Prompt) -> Prompt:
-    """The prompt as it stands after losing a race, expired first if overdue."""
+def _current_expiring_if_overdue(prompt: Prompt) -> Prompt:
+    """The prompt as it stands after losing a race; one found overdue is expired first."""
     current = Prompt.objects.get(pk=prompt.pk)
     if current.is_overdue():
         try:
@@ -571,7 +591,7 @@ def post_user_message(session: Session, user: AbstractBaseUser, text: Any) -> Po
     text = _message_text(text)
     pending = session.prompts.filter(status=PENDING).first()
     if pending is not None and pending.is_overdue():
-        _current(pending)  # expires it: a late reply is a plain message
+        _current_expiring_if_overdue(pending)  # a late reply is a plain message
         pending = None
     with transaction.atomic():
         message = Message.objects.create(
@@ -592,7 +612,7 @@ def _read_as_reply(session: Session, user: AbstractBaseUser, message: Message, p
     try:
         answered = answer(prompt, reading.answers, by=user, surface="text", detail=detail)
     except AlreadyResolved as lost:
-        return Posted(message, note=_note(session, prompt, f"{lost.message} Your message stays in the chat."))
+        return Posted(message, note=_note(session, prompt, f"{lost.for_person} Your message stays in the chat."))
     except InvalidAnswer as refused:
         return Posted(message, note=_note(session, prompt, refused.message))
     return Posted(message, answered=answered)
@@ -613,7 +633,7 @@ def _message_text(text: Any) -> str:
         problem = "must not be blank"
     elif len(text.strip()) > MAX_MESSAGE:
         problem = f"must be at most {MAX_MESSAGE} characters (got {len(text.strip())})"
-    elif any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\n\t" for c in text.strip()):
+    elif control_character(text.strip()):
         problem = "must not contain control characters"
     if problem:
         raise InvalidMessage(f"text: {problem}.", errors=[{"path": "text", "message": problem}])
@@ -636,10 +656,11 @@ def session_for_owner(owner_id: int, key: str) -> Session:
 # --- reading -------------------------------------------------------------------
 
 
-def result_of(prompt: Prompt) -> dict[str, Any]:
-    """The agent's view of a prompt (SPEC 3.2); an overdue prompt is expired first."""
+def result_expiring_if_overdue(prompt: Prompt) -> dict[str, Any]:
+    """The agent's view of a prompt (SPEC 3.2). A read that writes: an overdue
+    prompt is expired first, so no result waits for the deadline loop."""
     if prompt.is_overdue():
-        prompt = _current(prompt)
+        prompt = _current_expiring_if_overdue(prompt)
     if prompt.result is not None:
         return prompt.result
     return contract.pending_result(str(prompt.pk), prompt.expires_at)
@@ -652,28 +673,14 @@ def prompt_for_owner(owner_id: int, prompt_id: uuid.UUID | str) -> Prompt:
         raise NotFound(f"No prompt {prompt_id} for this agent's owner.") from None
 
 
-SURFACE_WORDS = {
-    "web": "on the web",
-    "text": "by a text reply",
-    "api": "through the API",
-    "admin": "in the admin",
-}
-
-
-def describe_resolution(prompt: Prompt) -> str:
-    """What happened to a prompt, as the loser of a race is told."""
-    when = clock(prompt.resolved_at)
-    where = SURFACE_WORDS.get(prompt.surface, f"on {prompt.surface}")
-    who = f" by {prompt.resolved_by.get_username()}" if prompt.resolved_by_id else ""
-    canceller = f"{who} {where}" if who else " by the agent"
-    if prompt.status == Prompt.Status.ANSWERED:
-        return f"This prompt was already answered {where}{who} at {when}."
-    return {
-        Reason.EXPIRED: f"This prompt expired at {when}; answers are accepted only before the deadline.",
-        Reason.CANCELLED: f"This prompt was cancelled{canceller} at {when}.",
-        Reason.ABORTED: f"This prompt was cancelled at {when} because the agent's run was aborted.",
-        Reason.SKIPPED: f"This prompt was already skipped {where}{who} at {when}.",
-    }.get(prompt.reason, "This prompt is still pending.")
+def describe_resolution(prompt: Prompt, say: wording.Say = wording.for_agent) -> str:
+    """What happened to a prompt, as the loser of a race is told: in English for
+    the agent API, or ``say=wording.for_person`` for people."""
+    outcome = wording.outcome_of(prompt.status, prompt.reason)
+    if outcome is None:
+        return say(wording.STILL_PENDING)
+    who = prompt.resolved_by.get_username() if prompt.resolved_by_id else None
+    return wording.sentence(outcome, prompt.surface, who, clock(prompt.resolved_at), say)
 
 
 def clock(moment: datetime | None) -> str:

@@ -20,13 +20,10 @@ time and never becomes "question 1: 30".
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-
-def fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold().strip()
+from .chars import fold
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from django.db.models import Exists, OuterRef, Q, Subquery, prefetch_related_obj
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from . import services
+from . import services, wording
 from .models import Message, Prompt, Question, Session
 
 PANEL_COOKIE = "askuser_panel"
@@ -26,8 +26,6 @@ TIMELINE_LENGTH = 200
 # are replaced in place by the page.
 CATCH_UP_MARGIN = timedelta(seconds=60)
 
-SURFACE_NAMES = {"web": "on the web", "text": "by text reply", "api": "through the API", "admin": "by staff"}
-
 
 # --- the timeline ------------------------------------------------------------------
 
@@ -37,7 +35,7 @@ class SummaryLine:
     header: str
     values: list[str] = field(default_factory=list)
     free_text: str = ""
-    outcome: str = ""  # "Skipped", "Expired", "Cancelled" when there is no value
+    outcome: str = ""  # the outcome's word (wording.OUTCOMES) when there is no value
 
 
 @dataclass
@@ -72,29 +70,25 @@ class Item:
 def summarize(prompt: Prompt, questions: list[Question]) -> Summary:
     result = prompt.result or {}
     details = result.get("details") or {}
-    word = {"expired": "Expired", "cancelled": "Cancelled", "aborted": "Cancelled", "skipped": "Skipped"}
+    word = wording.word(prompt.reason or "skipped", wording.for_person)
     lines = []
     for question in questions:
         detail = details.get(question.key)
         if detail is None or detail["skipped"]:
-            lines.append(SummaryLine(question.header, outcome=word.get(prompt.reason, "Skipped")))
+            lines.append(SummaryLine(question.header, outcome=word))
         else:
             lines.append(SummaryLine(question.header, detail["options"], detail["free_text"] or ""))
     return Summary(prompt, lines, caption(prompt), _read_as(prompt))
 
 
 def caption(prompt: Prompt) -> str:
-    who = f" by {prompt.resolved_by.get_username()}" if prompt.resolved_by_id else ""
+    """What happened and when, under the summary: "Answered on the web by alice · 14:02"."""
+    outcome = wording.outcome_of(prompt.status, prompt.reason)
+    if outcome is None:
+        return ""
+    who = prompt.resolved_by.get_username() if prompt.resolved_by_id else None
     when = timezone.localtime(prompt.resolved_at).strftime("%H:%M")
-    if prompt.status == Prompt.Status.ANSWERED:
-        where = SURFACE_NAMES.get(prompt.surface)
-        return f"Answered {where}{who} · {when}" if where else f"Answered elsewhere ({prompt.surface}){who} · {when}"
-    return {
-        Prompt.Reason.EXPIRED: f"Expired at {when}: no answer before the deadline",
-        Prompt.Reason.CANCELLED: f"Cancelled by {'staff' if prompt.surface == 'admin' else 'the agent'} · {when}",
-        Prompt.Reason.ABORTED: f"Cancelled: the agent's run was aborted · {when}",
-        Prompt.Reason.SKIPPED: f"Skipped{who} · {when}",
-    }.get(prompt.reason, "")
+    return f"{wording.caption(outcome, prompt.surface, who, wording.for_person)} · {when}"
 
 
 def _read_as(prompt: Prompt) -> list[str]:
@@ -156,11 +150,11 @@ def summary_item(summary: Summary) -> Item:
 # --- the panel -----------------------------------------------------------------------
 
 
-def pending_prompt(session: Session) -> Prompt | None:
-    """The session's pending prompt, with what the panel shows; overdue ones expire first."""
+def pending_prompt_expiring_overdue(session: Session) -> Prompt | None:
+    """The session's pending prompt, with what the panel shows; one found overdue is expired."""
     prompt = session.prompts.filter(status=Prompt.Status.PENDING).prefetch_related("questions__options").first()
     if prompt is not None and prompt.is_overdue():
-        services.result_of(prompt)
+        services.result_expiring_if_overdue(prompt)
         return None
     return prompt
 
@@ -169,7 +163,7 @@ def panel_context(
     session: Session, cookies: dict[str, str], *, error: str = "", pending: bool = True
 ) -> dict[str, Any]:
     """What the panel shows; ``pending=False`` when the session is known to have no pending prompt."""
-    prompt = pending_prompt(session) if pending else None
+    prompt = pending_prompt_expiring_overdue(session) if pending else None
     return {
         "session": session,
         "prompt": prompt,

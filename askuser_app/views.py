@@ -47,7 +47,7 @@ def answer_prompt(request: HttpRequest, key: str, prompt_id: str) -> HttpRespons
         else:
             services.answer(prompt, ui.answers_from_form(prompt, request.POST), by=request.user, surface="web")
     except services.AlreadyResolved as lost:
-        notice = lost.message
+        notice = lost.for_person
     except services.InvalidAnswer as refused:
         error = refused.message
     if not request.htmx:

@@ -351,9 +351,9 @@ def test_the_detail_says_what_happened_to_an_unanswered_prompt(staff_client, age
     partly = ask(agent, QUESTION, BRANCH, session="partly")
     services.answer(partly, {"deploy_target": "Production", "branch_name": None}, by=owner, surface="web")
 
-    assert words(page(staff_client.get(detail_url(skipped)))).count("Answer: skipped") == 1
+    assert words(page(staff_client.get(detail_url(skipped)))).count("Answer: Skipped") == 1
     partial = words(page(staff_client.get(detail_url(partly))))
-    assert "Answer: Production" in partial and partial.count("Answer: skipped") == 1
+    assert "Answer: Production" in partial and partial.count("Answer: Skipped") == 1
 
 
 def test_the_detail_is_read_only(staff_client, history_of_two_owners):

@@ -182,7 +182,11 @@ async def test_a_new_prompt_is_pushed_to_every_open_tab(agent, owner, session):
         (lambda p, agent, user: services.abort_run(agent, p.run.run_id), "run was aborted"),
         (
             lambda p, agent, user: services.answer(p, {"deploy_target": "Production"}, by=user, surface="slack"),
-            "Answered elsewhere",
+            "Answered on Slack",
+        ),
+        (
+            lambda p, agent, user: services.answer(p, {"deploy_target": "Production"}, by=user, surface="matrix"),
+            "Answered elsewhere (matrix)",
         ),
     ],
 )

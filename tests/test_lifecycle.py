@@ -32,7 +32,7 @@ def test_an_answer_gives_exactly_the_spec_result(agent, owner):
 
     services.answer(prompt, {"deploy_target": ["Staging (Recommended)"]}, by=owner, surface="web")
 
-    result = services.result_of(Prompt.objects.get(pk=prompt.pk))
+    result = services.result_expiring_if_overdue(Prompt.objects.get(pk=prompt.pk))
     assert {k: result[k] for k in ("status", "answers")} == {
         "status": "answered",
         "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}},
@@ -123,7 +123,7 @@ def test_skip_all_resolves_as_no_answer(agent, owner):
 
     services.skip_all(prompt, by=owner, surface="web")
 
-    result = services.result_of(Prompt.objects.get(pk=prompt.pk))
+    result = services.result_expiring_if_overdue(Prompt.objects.get(pk=prompt.pk))
     assert (result["status"], result["reason"], result["surface"]) == ("no_answer", "skipped", "web")
     assert result["summary"] == ["Deploy: Skipped", "Extras: Skipped"]
 
@@ -177,13 +177,13 @@ def test_an_overdue_prompt_reads_as_expired_at_its_deadline(agent):
     prompt = ask(agent)
     make_overdue(prompt)
 
-    result = services.result_of(prompt)
+    result = services.result_expiring_if_overdue(prompt)
 
     assert (result["status"], result["reason"]) == ("no_answer", "expired")
     assert result["resolved_at"] == contract.iso(prompt.expires_at)
     assert terminal_events(prompt) == ["expired"]
     assert prompt.events.get(kind="expired").actor == "system"
-    assert services.result_of(Prompt.objects.get(pk=prompt.pk)) == result
+    assert services.result_expiring_if_overdue(Prompt.objects.get(pk=prompt.pk)) == result
 
 
 def test_an_answer_after_the_deadline_is_refused_and_the_prompt_expires(agent, owner):

@@ -249,7 +249,7 @@ def test_a_plain_text_reply_answers_the_pending_prompt(agent, owner, browser):
     assert prompt.result["answers"]["answers"] == {"deploy_target": ["Production"], "extras": ["Docs", "my own video"]}
     assert (prompt.surface, prompt.resolved_by) == ("text", owner)
     html = response.content.decode()
-    assert "Answered by text reply" in html and "Read from your reply" in html
+    assert "Answered by a text reply" in html and "Read from your reply" in html
     assert Message.objects.get(author="user").prompt == prompt
 
 
