@@ -232,14 +232,22 @@ def search_words(term: str) -> Iterator[str]:
 def matching(word: str) -> Q:
     """Prompts where the word is in the session key, a question, an option label or a free-text answer.
 
-    Subqueries rather than joins: no duplicate rows to remove, one pass per table."""
-    questions = Question.objects.filter(Q(text__icontains=word) | Q(header_full__icontains=word))
-    found = (
-        Q(session__key__icontains=word)
-        | Q(pk__in=questions.values("prompt_id"))
-        | Q(pk__in=Option.objects.filter(label__icontains=word).values("question__prompt_id"))
-        | Q(pk__in=Answer.objects.filter(free_text__icontains=word).values("question__prompt_id"))
+    One UNION of a lookup per column, each a case-blind substring match
+    (``icontains``): on PostgreSQL every one is answered by its trigram index
+    (migration 0006), on SQLite by a scan. A single OR across the tables
+    would make PostgreSQL read every prompt instead."""
+    hits = (
+        Prompt.objects.filter(session__key__icontains=word)
+        .order_by()
+        .values("pk")
+        .union(
+            Question.objects.filter(text__icontains=word).order_by().values("prompt_id"),
+            Question.objects.filter(header_full__icontains=word).order_by().values("prompt_id"),
+            Option.objects.filter(label__icontains=word).order_by().values("question__prompt_id"),
+            Answer.objects.filter(free_text__icontains=word).order_by().values("question__prompt_id"),
+        )
     )
+    found = Q(pk__in=hits)
     try:
         return found | Q(pk=uuid.UUID(word))
     except ValueError:

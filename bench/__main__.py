@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import capacity, floors, push, report, servers, throughput, wake
 from .report import Table
-from .rows import Floors, capacity_rows, floor_rows, push_rows, query_rows, throughput_rows, wake_rows
+from .rows import Floors, capacity_rows, floor_rows, push_rows, query_rows, search_rows, throughput_rows, wake_rows
 from .stats import Latency
 
 
@@ -29,10 +29,11 @@ class Plan:
     levels: list[int]
     socket_ramp: float  # seconds a socket level's new connections may take, plus 1 s per 35 of them
     seconds: float  # per throughput run
+    search_rounds: int = 10  # admin searches: each kind of bench/history.py's SEARCHES this many times
 
 
 FULL = Plan(samples=1000, wakes=500, pushes=200, levels=[1000, 5000, 10000], socket_ramp=30, seconds=10)
-QUICK = Plan(samples=200, wakes=50, pushes=30, levels=[200], socket_ramp=20, seconds=2)
+QUICK = Plan(samples=200, wakes=50, pushes=30, levels=[200], socket_ramp=20, seconds=2, search_rounds=3)
 
 
 def raise_fd_limit() -> int:
@@ -144,6 +145,8 @@ def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
         say("create throughput, PostgreSQL")
         results = [asyncio.run(throughput.run(waiting.port, token, n, plan.seconds, f"pg{n}")) for n in (16, 64)]
     throughput_rows(table, "PostgreSQL", results, f, 200)
+    say("admin search over 100,000 prompts, PostgreSQL")
+    search_rows(table, servers.search(env, plan.search_rounds))
     return prepared
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import capacity, push, throughput, wake
+from . import capacity, history, push, throughput, wake
 from .report import Row, Table
 from .stats import Latency
 
@@ -90,6 +90,21 @@ def push_rows(table: Table, result: push.Push, floor: Latency) -> None:
         Row("p99", result.push.p99, floor=floor.p99, target="< 20 ms", passed=result.push.p99 < 20),
         Row("max", result.push.max, floor=floor.max),
     ]
+
+
+def search_rows(table: Table, result: dict) -> None:
+    search, plain = result["search"], result["plain"]
+    rows = table.section(f"Admin search over {result['prompts']:,} prompts, PostgreSQL (the list searched)")
+    rows += [
+        Row("search p50", search["p50"], floor=plain["p50"]),
+        Row("search p95", search["p95"], floor=plain["p95"], target="< 100 ms", passed=search["p95"] < 100),
+        Row("search p99", search["p99"], floor=plain["p99"]),
+        Row("search max", search["max"], floor=plain["max"]),
+    ]
+    table.notes.append(
+        f"admin search: floor = the same list unsearched; {search['n']} searches of {len(history.SEARCHES)} kinds; "
+        f"history filled in {result['fill_s']:.0f} s"
+    )
 
 
 def query_rows(table: Table, counts: dict[str, dict]) -> None:

@@ -96,6 +96,17 @@ def prepare(env: dict[str, str]) -> dict[str, str | int]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def search(env: dict[str, str], rounds: int) -> dict:
+    """Fill the history with 100,000 prompts and time the admin's search over it (bench/search.py)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.search", str(rounds)], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=900,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"the admin search bench failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 class Server:
     """One Daphne process on a free port, quiet, with a deep listen backlog."""
 

@@ -197,3 +197,18 @@ def asked(api):
     response = api.ask()
     assert response.status_code == 201, response.content
     return Prompt.objects.get(pk=response.json()["id"])
+
+
+@pytest.fixture(scope="module")
+def long_history(django_db_setup, django_db_blocker):
+    """100,000 resolved prompts over 1,000 sessions, made once for a module's tests
+    and removed after them (PostgreSQL only: bench/history.py)."""
+    from bench import history
+
+    with django_db_blocker.unblock():
+        historian = make_user("historian")
+        agent, _ = services.create_agent("historian", historian)
+        history.fill(historian.pk, agent.pk, 100_000)
+    yield 100_000
+    with django_db_blocker.unblock():
+        history.clear(historian.pk)
