@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from askuser_app import contract, services
+from askuser_app import contract, expiry, services
 from askuser_app.models import Answer, Prompt, PromptEvent
 
 from .conftest import EXTRAS, QUESTION, payload
@@ -270,3 +270,15 @@ def test_events_cannot_be_rewritten(agent):
     event.kind = "answered"
     with pytest.raises(ValueError, match="append-only"):
         event.save()
+
+
+def test_a_new_prompt_tells_this_processs_deadline_loop_when_it_is_due(
+    agent, monkeypatch, django_capture_on_commit_callbacks
+):
+    heard = []
+    monkeypatch.setattr(expiry.loop, "wake", heard.append)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        prompt = ask(agent)
+
+    assert heard == [prompt.expires_at]
