@@ -89,7 +89,7 @@ class QuestionView:
 
     @property
     def outcome_word(self) -> str:
-        """ "Skipped", "Expired", "Cancelled": as the summaries say it; "" otherwise."""
+        """The outcome's word (Skipped, Expired, Cancelled) as summaries say it; "" otherwise."""
         return wording.word(self.outcome, wording.for_person) if self.outcome in wording.OUTCOMES else ""
 
 
