@@ -94,16 +94,20 @@ def push_rows(table: Table, result: push.Push, floor: Latency) -> None:
 
 def search_rows(table: Table, result: dict) -> None:
     search, plain = result["search"], result["plain"]
-    rows = table.section(f"Admin search over {result['prompts']:,} prompts, PostgreSQL (the list searched)")
+    queries, unsearched = result["queries"], result["unsearched"]
+    rows = table.section(f"Admin search over {result['prompts']:,} prompts, PostgreSQL")
     rows += [
-        Row("search p50", search["p50"], floor=plain["p50"]),
-        Row("search p95", search["p95"], floor=plain["p95"], target="< 100 ms", passed=search["p95"] < 100),
-        Row("search p99", search["p99"], floor=plain["p99"]),
-        Row("search max", search["max"], floor=plain["max"]),
-    ]
+        Row("search (count + page statements) p50", queries["p50"], floor=unsearched["p50"]),
+        Row("search (count + page statements) p95", queries["p95"], floor=unsearched["p95"], target="< 100 ms",
+            passed=queries["p95"] < 100),
+        Row("search (count + page statements) max", queries["max"], floor=unsearched["max"]),
+        Row("the prompt list searched p50", search["p50"], floor=plain["p50"]),
+        Row("the prompt list searched p95", search["p95"], floor=plain["p95"]),
+        Row("the prompt list searched max", search["max"], floor=plain["max"]),
+    ]  # fmt: skip
     table.notes.append(
-        f"admin search: floor = the same list unsearched; {search['n']} searches of {len(history.SEARCHES)} kinds; "
-        f"history filled in {result['fill_s']:.0f} s"
+        f"admin search: floors are the same statements and the same list unsearched; {search['n']} searches "
+        f"of {len(history.SEARCHES)} kinds; history filled in {result['fill_s']:.0f} s"
     )
 
 
