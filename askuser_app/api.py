@@ -76,13 +76,14 @@ def read_json(request: HttpRequest) -> Any:
     except RequestDataTooBig:
         body = None
     if body is None or len(body) > contract.MAX_BODY_BYTES:
-        raise edge.Refused(413, "body_too_large", f"The body is over {contract.MAX_BODY_BYTES // 1024} KiB; send less.")
+        detail = f"The body is over {contract.MAX_BODY_BYTES // 1024} KiB; send less."
+        raise edge.Rejected(413, "body_too_large", detail)
     if not body.strip():
-        raise edge.Refused(400, "invalid_json", "The body is empty; send a JSON object.")
+        raise edge.Rejected(400, "invalid_json", "The body is empty; send a JSON object.")
     try:
         return json.loads(body)
     except (ValueError, RecursionError) as exc:
-        raise edge.Refused(400, "invalid_json", f"The body is not valid JSON ({exc}).") from None
+        raise edge.Rejected(400, "invalid_json", f"The body is not valid JSON ({exc}).") from None
 
 
 def idempotency_key(request: HttpRequest) -> str | None:

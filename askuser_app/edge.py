@@ -36,7 +36,7 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class Refused(Exception):
+class Rejected(Exception):
     """A request refused at the edge, before any service runs."""
 
     def __init__(self, status: int, code: str, detail: str) -> None:
@@ -60,7 +60,7 @@ REFUSED: tuple[type[Exception], ...] = (
     contract.ContractError,
     NinjaValidationError,
     services.DomainError,
-    Refused,
+    Rejected,
     HttpError,
 )
 
@@ -78,7 +78,7 @@ def refusal(exc: Exception) -> Refusal:
     if isinstance(exc, services.DomainError):
         retry = {"Retry-After": str(exc.extra["retry_after"])} if "retry_after" in exc.extra else {}
         return Refusal(exc.status, contract.error_body(exc.code, exc.message, **exc.extra), retry)
-    if isinstance(exc, Refused):
+    if isinstance(exc, Rejected):
         return Refusal(exc.status, contract.error_body(exc.code, exc.detail))
     if isinstance(exc, HttpError):
         return Refusal(exc.status_code, contract.error_body("error", str(exc)))
@@ -132,7 +132,7 @@ class FrontDoor:
         expiry.ensure_running()
         webhooks.ensure_running()
         if not host_allowed(scope):
-            return await refuse(send, Refused(400, "bad_host", "This host name is not served here."))
+            return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."))
         bounded = await bounded_body(scope, receive, send)
         if bounded is not None:
             await self.app(scope, bounded, send)
@@ -165,7 +165,7 @@ async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | 
     read here up to the limit and handed on, so nothing larger is ever
     buffered or spooled to disk."""
     limit = settings.ASKUSER_MAX_BODY
-    too_large = Refused(413, "body_too_large", f"The request body is over {limit // 1024} KiB; send less.")
+    too_large = Rejected(413, "body_too_large", f"The request body is over {limit // 1024} KiB; send less.")
     length = _header(scope, b"content-length")
     if length is not None:
         if not length.isdigit() or int(length) > limit:
