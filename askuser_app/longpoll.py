@@ -20,6 +20,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -64,17 +65,23 @@ class Parked:
                     del self.counts[key]
 
     def _check(self, key: tuple[str, object]) -> None:
-        kind = key[0]
-        limit = CAPS[kind][0]()
+        cap = CAPS[key[0]]
+        limit = getattr(settings, cap.setting)
         if limit and self.counts[key] >= limit:
-            detail = f"{CAPS[kind][1]} already holds {limit} waits on this server; let one end, then wait again."
+            detail = f"{cap.holder} already holds {limit} waits on this server; let one end, then wait again."
             raise services.RateLimited(detail, code="too_many_waits", retry_after=RETRY_AFTER)
 
 
+@dataclass(frozen=True)
+class Cap:
+    setting: str  # 0: no cap
+    holder: str  # who holds the waits, in the refusal's sentence
+
+
 CAPS = {
-    "agent": (lambda: settings.ASKUSER_MAX_WAITS_PER_AGENT, "This agent"),
-    "user": (lambda: settings.ASKUSER_MAX_WAITS_PER_USER, "This agent's owner (across their agents)"),
-    "address": (lambda: settings.ASKUSER_MAX_WAITS_PER_ADDRESS, "This client address"),
+    "agent": Cap("ASKUSER_MAX_WAITS_PER_AGENT", "This agent"),
+    "user": Cap("ASKUSER_MAX_WAITS_PER_USER", "This agent's owner (across their agents)"),
+    "address": Cap("ASKUSER_MAX_WAITS_PER_ADDRESS", "This client address"),
 }
 parked = Parked()
 
