@@ -1,25 +1,24 @@
 """The agent HTTP API under ``/api/v1`` (SPEC 3.5), built with django-ninja.
 
 Views stay thin: they read the request, call the contract to validate and
-``services`` to act, and turn domain errors into the documented statuses.
-``GET /prompts/{id}`` is served by ``longpoll`` in front of Django; the view
-here documents it and serves it where requests reach Django directly.
+``services`` to act; ``edge`` turns every refusal into its documented status.
+The two waiting reads (``GET /prompts/{id}``, ``GET /sessions/{key}/messages``)
+are served by ``longpoll`` in front of Django; this document describes them.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from http import HTTPStatus
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI, Path
-from ninja.errors import AuthenticationError, HttpError
-from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 
-from . import agentauth, contract, longpoll, services
+from . import agentauth, contract, edge, services
 from .models import Agent
 
 log = logging.getLogger("askuser")
@@ -45,6 +44,12 @@ class AgentAPI(NinjaAPI):
             body = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(body.pop("$defs", {}))
             components[model.__name__] = body
+        for model in (contract.ResultOut, contract.MessagesOut):  # what the long-polls answer
+            body = model.model_json_schema(ref_template="#/components/schemas/{model}", mode="serialization")
+            for name, definition in {**body.pop("$defs", {}), model.__name__: body}.items():
+                components.setdefault(name, definition)
+        for route, operation in long_poll_operations().items():
+            schema["paths"].setdefault(route, {})["get"] = operation
         return schema
 
 
@@ -57,58 +62,12 @@ api = AgentAPI(
 )
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail = status, code, detail
+def on_refusal(request: HttpRequest, exc: Exception) -> JsonResponse:
+    return edge.json_response(edge.refusal(exc))
 
 
-def error(status: int, code: str, detail: str, **extra: Any) -> JsonResponse:
-    response = JsonResponse(
-        contract.error_body(code, detail, **extra), status=status, json_dumps_params={"ensure_ascii": False}
-    )
-    if status == 401:
-        response["WWW-Authenticate"] = "Bearer"
-    if "retry_after" in extra:
-        response["Retry-After"] = str(extra["retry_after"])
-    return response
-
-
-@api.exception_handler(agentauth.Unauthorized)
-def on_unauthorized(request: HttpRequest, exc: Exception) -> JsonResponse:
-    return error(401, "unauthorized", str(exc))
-
-
-@api.exception_handler(AuthenticationError)
-def on_unauthenticated(request: HttpRequest, exc: Exception) -> JsonResponse:
-    return error(401, "unauthorized", "Send your agent token as 'Authorization: Bearer <token>'.")
-
-
-@api.exception_handler(contract.ContractError)
-def on_contract_error(request: HttpRequest, exc: contract.ContractError) -> JsonResponse:
-    return error(422, "invalid_request", exc.sentence, errors=exc.errors)
-
-
-@api.exception_handler(NinjaValidationError)
-def on_parameter_error(request: HttpRequest, exc: NinjaValidationError) -> JsonResponse:
-    errors = [{**e, "loc": tuple(e["loc"][1:])} for e in exc.errors]  # drop "path"/"query"
-    described = contract.describe_errors(errors)
-    return on_contract_error(request, contract.ContractError(described))
-
-
-@api.exception_handler(services.DomainError)
-def on_domain_error(request: HttpRequest, exc: services.DomainError) -> JsonResponse:
-    return error(exc.status, exc.code, exc.message, **exc.extra)
-
-
-@api.exception_handler(ApiError)
-def on_api_error(request: HttpRequest, exc: ApiError) -> JsonResponse:
-    return error(exc.status, exc.code, exc.detail)
-
-
-@api.exception_handler(HttpError)
-def on_http_error(request: HttpRequest, exc: HttpError) -> JsonResponse:
-    return error(exc.status_code, "error", str(exc))
+for refused in edge.REFUSED:
+    api.add_exception_handler(refused, on_refusal)
 
 
 def read_json(request: HttpRequest) -> Any:
@@ -117,13 +76,14 @@ def read_json(request: HttpRequest) -> Any:
     except RequestDataTooBig:
         body = None
     if body is None or len(body) > contract.MAX_BODY_BYTES:
-        raise ApiError(413, "body_too_large", f"The body is over {contract.MAX_BODY_BYTES // 1024} KiB; send less.")
+        detail = f"The body is over {contract.MAX_BODY_BYTES // 1024} KiB; send less."
+        raise edge.Rejected(413, "body_too_large", detail)
     if not body.strip():
-        raise ApiError(400, "invalid_json", "The body is empty; send a JSON object.")
+        raise edge.Rejected(400, "invalid_json", "The body is empty; send a JSON object.")
     try:
         return json.loads(body)
     except (ValueError, RecursionError) as exc:
-        raise ApiError(400, "invalid_json", f"The body is not valid JSON ({exc}).") from None
+        raise edge.Rejected(400, "invalid_json", f"The body is not valid JSON ({exc}).") from None
 
 
 def idempotency_key(request: HttpRequest) -> str | None:
@@ -154,8 +114,6 @@ def body_of(model: type) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
-# The long-poll GETs run without ninja's auth (they authenticate themselves).
-BEARER = {"security": [{"AgentToken": []}]}
 KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 
 
@@ -178,30 +136,6 @@ def create_prompt(request: HttpRequest) -> JsonResponse:
     return response
 
 
-def long_poll_response(outcome: longpoll.Outcome) -> JsonResponse:
-    status, body, headers = outcome
-    response = JsonResponse(body, status=status, json_dumps_params={"ensure_ascii": False})
-    for name, value in headers:
-        response[name.decode()] = value.decode()
-    return response
-
-
-@api.get(
-    "/prompts/{prompt_id}",
-    response={200: contract.ResultOut, **ERRORS},
-    auth=None,
-    summary="Read or wait for the result",
-    openapi_extra=BEARER,
-)
-async def get_prompt(request: HttpRequest, prompt_id: str, wait: float = 0) -> JsonResponse:
-    """The prompt's result (SPEC 3.2). With ``wait`` (0–55 s) the request holds
-    until the prompt resolves or ``wait`` passes, then returns its state:
-    ``pending`` or terminal. Repeat until terminal."""
-    authorization = request.headers.get("Authorization")
-    waiting = longpoll.wait_for_result(authorization, prompt_id, longpoll.parse_wait(str(wait)))
-    return long_poll_response(await longpoll.outcome(lambda: waiting))
-
-
 @api.post(
     "/sessions/{key}/messages",
     response={201: contract.MessageOut, **ERRORS},
@@ -214,24 +148,6 @@ def post_message(request: HttpRequest, key: str = Path(..., pattern=KEY_PATTERN,
         request.auth, key, contract.validated(contract.MessageIn, read_json(request)).text
     )
     return JsonResponse(contract.message_json(message), status=201, json_dumps_params={"ensure_ascii": False})
-
-
-@api.get(
-    "/sessions/{key}/messages",
-    response={200: contract.MessagesOut, **ERRORS},
-    auth=None,
-    summary="Read or wait for the user's messages",
-    openapi_extra=BEARER,
-)
-async def get_messages(request: HttpRequest, key: str, after: int = 0, wait: float = 0) -> JsonResponse:
-    """The user's messages with an id above ``after``, oldest first. With
-    ``wait`` (0–55 s) the request holds until one arrives. Pass the returned
-    ``last_id`` as the next ``after``."""
-    authorization = request.headers.get("Authorization")
-    waiting = longpoll.wait_for_messages(
-        authorization, key, longpoll.parse_after(str(after)), longpoll.parse_wait(str(wait))
-    )
-    return long_poll_response(await longpoll.outcome(lambda: waiting))
 
 
 @api.post(
@@ -268,3 +184,54 @@ def abort_run(request: HttpRequest, run_id: str = RunId) -> JsonResponse:
 def tool(request: HttpRequest) -> dict[str, Any]:
     """Name, JSON schema and model-facing guidance to register ask_user with a model."""
     return contract.tool_definition()
+
+
+# --- the long-polls, served by ``longpoll`` and described here ---------------------------------
+
+WAIT_PARAMETER = {"in": "query", "name": "wait", "required": False, "schema": {"type": "number", "default": 0}}
+
+
+def long_poll_operations() -> dict[str, dict[str, Any]]:
+    """The OpenAPI operations of the two waiting reads, which have no ninja view."""
+    prompt_id = {"in": "path", "name": "prompt_id", "required": True, "schema": {"type": "string"}}
+    key = {"in": "path", "name": "key", "required": True, "schema": {"type": "string"}}
+    after = {"in": "query", "name": "after", "required": False, "schema": {"type": "integer", "default": 0}}
+    return {
+        "/api/v1/prompts/{prompt_id}": long_poll_operation(
+            "get_prompt",
+            "Read or wait for the result",
+            """The prompt's result (SPEC 3.2). With ``wait`` (0–55 s) the request holds
+until the prompt resolves or ``wait`` passes, then returns its state:
+``pending`` or terminal. Repeat until terminal.""",
+            [prompt_id, WAIT_PARAMETER],
+            contract.ResultOut,
+        ),
+        "/api/v1/sessions/{key}/messages": long_poll_operation(
+            "get_messages",
+            "Read or wait for the user's messages",
+            """The user's messages with an id above ``after``, oldest first. With
+``wait`` (0–55 s) the request holds until one arrives. Pass the returned
+``last_id`` as the next ``after``.""",
+            [key, after, WAIT_PARAMETER],
+            contract.MessagesOut,
+        ),
+    }
+
+
+def long_poll_operation(
+    name: str, summary: str, description: str, parameters: list[dict[str, Any]], ok: type
+) -> dict[str, Any]:
+    def answer(status: int, model: type) -> dict[str, Any]:
+        schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+        return {"description": HTTPStatus(status).phrase, "content": {"application/json": {"schema": schema}}}
+
+    # 429: past the caps on parked waits (longpoll.Parked).
+    refusals = {str(status): answer(status, contract.ErrorOut) for status in (*ERRORS, 429)}
+    return {
+        "operationId": f"askuser_app_api_{name}",
+        "summary": summary,
+        "description": description,
+        "parameters": parameters,
+        "responses": {"200": answer(200, ok), **refusals},
+        "security": [{"AgentToken": []}],
+    }

@@ -1,4 +1,4 @@
-"""The agent's bounded long-polls, served in front of Django:
+"""The agent's bounded long-polls, Channels HTTP consumers in front of Django:
 
 - ``GET /api/v1/prompts/{id}?wait=N``: the prompt's result, once terminal;
 - ``GET /api/v1/sessions/{key}/messages?after=ID&wait=N``: the user's new messages.
@@ -7,31 +7,91 @@ Django gives every in-flight request a thread of its own: a thousand parked
 waits would be a thousand threads. Here a parked wait is a coroutine and a
 queue in the hub; its database reads run in short ``database_call``s before
 it parks, so it holds no thread and no connection while it waits.
+
+What one agent, one owner and one client address may hold parked at once is
+capped (``ASKUSER_MAX_WAITS_PER_*``, per process): beyond it, 429.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import re
+import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from . import agentauth, contract, services
+from channels.consumer import get_handler_name
+from channels.generic.http import AsyncHttpConsumer
+from django.conf import settings
+
+from . import agentauth, contract, edge, services
 from .asyncdb import database_call
 from .realtime import Inbox, hub, prompt_group, session_group
 
-Outcome = tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]
+if TYPE_CHECKING:
+    from .models import Agent
+
+# A parked wait ends within 55 s, and most much sooner: try again shortly.
+RETRY_AFTER = 5
+
+
+# --- what may be parked -------------------------------------------------------------
+
+
+class Parked:
+    """How many waits each agent, owner and client address holds parked in this process."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, object]] = Counter()
+
+    @contextlib.contextmanager
+    def hold(self, agent: Agent, address: str | None) -> Iterator[None]:
+        """Count one more parked wait for the block, or refuse it past a cap."""
+        keys = [("agent", agent.pk), ("user", agent.owner_id)] + ([("address", address)] if address else [])
+        for key in keys:
+            self._check(key)
+        self.counts.update(keys)
+        try:
+            yield
+        finally:
+            self.counts.subtract(keys)
+            for key in keys:
+                if self.counts[key] <= 0:
+                    del self.counts[key]
+
+    def _check(self, key: tuple[str, object]) -> None:
+        cap = CAPS[key[0]]
+        limit = getattr(settings, cap.setting)
+        if limit and self.counts[key] >= limit:
+            detail = f"{cap.holder} already holds {limit} waits on this server; let one end, then wait again."
+            raise services.RateLimited(detail, code="too_many_waits", retry_after=RETRY_AFTER)
+
+
+@dataclass(frozen=True)
+class Cap:
+    setting: str  # 0: no cap
+    holder: str  # who holds the waits, in the refusal's sentence
+
+
+CAPS = {
+    "agent": Cap("ASKUSER_MAX_WAITS_PER_AGENT", "This agent"),
+    "user": Cap("ASKUSER_MAX_WAITS_PER_USER", "This agent's owner (across their agents)"),
+    "address": Cap("ASKUSER_MAX_WAITS_PER_ADDRESS", "This client address"),
+}
+parked = Parked()
 
 
 # --- prompt results ----------------------------------------------------------------
 
 
-async def wait_for_result(authorization: str | None, prompt_id: str, wait: float) -> dict[str, Any]:
+async def wait_for_result(
+    authorization: str | None, prompt_id: str, wait: float, address: str | None = None
+) -> dict[str, Any]:
     """The prompt's result, waiting up to ``wait`` seconds for a terminal one.
 
     Subscribes before reading, so an answer committed between the read and
@@ -43,50 +103,62 @@ async def wait_for_result(authorization: str | None, prompt_id: str, wait: float
         await _read_state(authorization, None)
         raise services.NotFound(f"No prompt {prompt_id} for this agent's owner.") from None
     async with hub().listen(prompt_group(key)) as inbox:
-        state = await _read_state(authorization, key)
+        agent, state = await _read_state(authorization, key)
         if state["status"] != "pending" or wait <= 0:
             return state
         deadline = datetime.fromisoformat(state["expires_at"]).timestamp()
-        event = await _next(inbox, min(wait, deadline - time.time() + 0.01))
+        with parked.hold(agent, address):
+            event = await _next(inbox, min(wait, deadline - time.time() + 0.01))
         if event is not None:
             return event["result"]
     # Past the deadline, this read expires the prompt; a wait that could not
     # subscribe heard nothing, so it reads too. Otherwise it is still pending.
-    return await _read_state(authorization, key) if time.time() >= deadline or inbox.deaf else state
+    return (await _read_state(authorization, key))[1] if time.time() >= deadline or inbox.deaf else state
 
 
 @database_call
-def _read_state(authorization: str | None, prompt_id: uuid.UUID | None) -> dict[str, Any]:
+def _read_state(authorization: str | None, prompt_id: uuid.UUID | None) -> tuple[Agent, dict[str, Any]]:
+    """The agent the token names (one read: the caps need it) and the prompt's state."""
     agent = agentauth.agent_for(authorization)
     if prompt_id is None:
-        return {}
-    return services.result_expiring_if_overdue(services.prompt_for_owner(agent.owner_id, prompt_id))
+        return agent, {}
+    return agent, services.result_expiring_if_overdue(services.prompt_for_owner(agent.owner_id, prompt_id))
 
 
 # --- session messages --------------------------------------------------------------
 
 
-async def wait_for_messages(authorization: str | None, key: str, after: int, wait: float) -> dict[str, Any]:
+async def wait_for_messages(
+    authorization: str | None, key: str, after: int, wait: float, address: str | None = None
+) -> dict[str, Any]:
     """The user's messages after ``after``, waiting up to ``wait`` seconds for one."""
-    session_id = await _session_id(authorization, key)
+    agent, session_id = await _session_id(authorization, key)
     async with hub().listen(session_group(session_id)) as inbox:
         messages = await _messages_after(session_id, after)
         end = time.monotonic() + wait
-        while not messages and time.monotonic() < end:
-            event = await _next(inbox, end - time.monotonic())
-            if event is None:
-                break
-            if event["type"] == "message.created" and event.get("author") == "user":
-                messages = await _messages_after(session_id, after)
+        if not messages and wait > 0:
+            with parked.hold(agent, address):
+                messages = await _messages_arriving(inbox, session_id, after, end)
         if not messages and inbox.deaf:
             messages = await _messages_after(session_id, after)
     return {"messages": messages, "last_id": messages[-1]["id"] if messages else after}
 
 
+async def _messages_arriving(inbox: Inbox, session_id: int, after: int, end: float) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    while not messages and time.monotonic() < end:
+        event = await _next(inbox, end - time.monotonic())
+        if event is None:
+            break
+        if event["type"] == "message.created" and event.get("author") == "user":
+            messages = await _messages_after(session_id, after)
+    return messages
+
+
 @database_call
-def _session_id(authorization: str | None, key: str) -> int:
+def _session_id(authorization: str | None, key: str) -> tuple[Agent, int]:
     agent = agentauth.agent_for(authorization)
-    return services.session_for_owner(agent.owner_id, key).pk
+    return agent, services.session_for_owner(agent.owner_id, key).pk
 
 
 @database_call
@@ -102,7 +174,7 @@ async def _next(inbox: Inbox, timeout: float) -> dict[str, Any] | None:
         return None
 
 
-# --- parameters and errors ---------------------------------------------------------
+# --- parameters ---------------------------------------------------------------------
 
 
 def parse_wait(raw: str | None) -> float:
@@ -126,84 +198,85 @@ def parse_after(raw: str | None) -> int:
     return value
 
 
-async def outcome(waiting: Callable[[], Awaitable[dict[str, Any]]]) -> Outcome:
-    """Run a long-poll and turn its refusals into the API's error responses."""
-    try:
-        return 200, await waiting(), []
-    except agentauth.Unauthorized as exc:
-        return 401, contract.error_body("unauthorized", str(exc)), [(b"www-authenticate", b"Bearer")]
-    except contract.ContractError as exc:
-        return 422, contract.error_body("invalid_request", exc.sentence, errors=exc.errors), []
-    except services.DomainError as exc:
-        return exc.status, contract.error_body(exc.code, exc.message, **exc.extra), []
+# --- the consumers -----------------------------------------------------------------
 
 
-# --- the ASGI app ------------------------------------------------------------------
+class LongPoll(AsyncHttpConsumer):
+    """One long-poll; a client that hangs up cancels its wait."""
 
-Handler = Callable[[str, dict[str, str], dict[str, list[str]]], Awaitable[dict[str, Any]]]
+    # No layer channel per request: waits listen through the process's hub.
+    channel_layer_alias = None
+
+    async def __call__(self, scope: edge.Scope, receive: edge.Receive, send: edge.Send) -> None:
+        # The consumer reads no message while ``handle`` runs; ``handle``
+        # reads this one itself, to hear a client hang up mid-wait.
+        self.hangup = receive
+        await super().__call__(scope, receive, send)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' dispatch first closes old connections, on a thread hop of
+        # its own, even inside a test's transaction; the waits' reads close
+        # them themselves (``database_call``), never inside a transaction.
+        await getattr(self, get_handler_name(message))(message)
+
+    async def handle(self, body: bytes) -> None:
+        waiting = asyncio.ensure_future(self.outcome())
+        hangup = asyncio.ensure_future(self.disconnected())
+        try:
+            await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Also when this consumer itself is cancelled (an in-process caller gave up): leave no task behind.
+            hangup.cancel()
+            answered = waiting.done()
+            waiting.cancel()
+        if answered:
+            await edge.respond(self.send, *waiting.result())
+
+    async def outcome(self) -> tuple[int, dict[str, Any], dict[str, str]]:
+        try:
+            return 200, await self.wait(), {}
+        except edge.REFUSED as exc:
+            refusal = edge.refusal(exc)
+            return refusal.status, refusal.body, refusal.headers
+
+    async def disconnected(self) -> None:
+        while (await self.hangup())["type"] != "http.disconnect":
+            pass
+
+    async def wait(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def authorization(self) -> str | None:
+        for name, value in self.scope["headers"]:
+            if name == b"authorization":
+                return value.decode("latin-1")
+        return None
+
+    @property
+    def address(self) -> str | None:
+        client = self.scope.get("client")
+        return str(client[0]) if client else None
+
+    def param(self, name: str) -> str | None:
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        return (query.get(name) or [None])[-1]
+
+    def path_param(self, name: str) -> str:
+        return self.scope["url_route"]["kwargs"][name]
 
 
-def _param(query: dict[str, list[str]], name: str) -> str | None:
-    return (query.get(name) or [None])[-1]
+class PromptWait(LongPoll):
+    """``GET /api/v1/prompts/{id}?wait=N``."""
+
+    async def wait(self) -> dict[str, Any]:
+        wait = parse_wait(self.param("wait"))
+        return await wait_for_result(self.authorization, self.path_param("prompt_id"), wait, self.address)
 
 
-async def _prompt(authorization: str, path: dict[str, str], query: dict[str, list[str]]) -> dict[str, Any]:
-    return await wait_for_result(authorization, path["prompt_id"], parse_wait(_param(query, "wait")))
+class MessagesWait(LongPoll):
+    """``GET /api/v1/sessions/{key}/messages?after=ID&wait=N``."""
 
-
-async def _messages(authorization: str, path: dict[str, str], query: dict[str, list[str]]) -> dict[str, Any]:
-    after, wait = parse_after(_param(query, "after")), parse_wait(_param(query, "wait"))
-    return await wait_for_messages(authorization, path["key"], after, wait)
-
-
-ROUTES: list[tuple[re.Pattern[str], Handler]] = [
-    (re.compile(r"^/api/v1/prompts/(?P<prompt_id>[^/]+)/?$"), _prompt),
-    (re.compile(r"^/api/v1/sessions/(?P<key>[^/]+)/messages/?$"), _messages),
-]
-
-
-def route(path: str) -> tuple[Handler, dict[str, str]] | None:
-    for pattern, handler in ROUTES:
-        match = pattern.match(path)
-        if match:
-            return handler, match.groupdict()
-    return None
-
-
-async def serve(handler: Handler, path: dict[str, str], scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Serve one long-poll; a client that hangs up cancels its wait."""
-    authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    waiting = asyncio.ensure_future(outcome(lambda: handler(authorization, path, query)))
-    hangup = asyncio.ensure_future(_disconnected(receive))
-    try:
-        await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        # Also when this app itself is cancelled (an in-process caller gave up): leave no task behind.
-        hangup.cancel()
-        answered = waiting.done()
-        waiting.cancel()
-    if answered:
-        await respond(send, *waiting.result())
-
-
-async def _disconnected(receive: Any) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
-RESPONSE_HEADERS = [
-    (b"content-type", b"application/json"),
-    (b"cache-control", b"no-store"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
-    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
-]
-
-
-async def respond(send: Any, status: int, body: dict[str, Any], extra: list | tuple = ()) -> None:
-    payload = json.dumps(body, ensure_ascii=False).encode()
-    headers = [*RESPONSE_HEADERS, *extra]
-    headers.append((b"content-length", str(len(payload)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
+    async def wait(self) -> dict[str, Any]:
+        after, wait = parse_after(self.param("after")), parse_wait(self.param("wait"))
+        return await wait_for_messages(self.authorization, self.path_param("key"), after, wait, self.address)

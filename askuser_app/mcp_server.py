@@ -7,9 +7,10 @@ differs between the transports:
 
 - stdio (``manage.py mcp_stdio``): at an askuser server's URL, with the agent
   token given on the command line;
-- streamable HTTP (``/mcp``, mounted in the ASGI app in front of Django): at
-  this very application, in process (httpx's ASGI transport), with the token of
-  the MCP request. No loopback socket, and the same API code path as any agent.
+- streamable HTTP (``/mcp``, routed in front of Django): at this very
+  application, in process (httpx's ASGI transport), with the token and the
+  client address of the MCP request. No loopback socket, and the same API code
+  path (front door, caps and refusals included) as any agent.
 
 Cancelling the tool call cancels the prompt: the client does that whenever its
 ``ask`` is cancelled.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -31,8 +33,8 @@ from typing import Any
 import anyio
 import httpx
 import mcp_types as types
+from channels.routing import get_default_application
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
@@ -40,10 +42,9 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from . import agentauth, contract
+from . import agentauth, contract, edge
 from .asyncdb import database_call
 from .client import DEFAULT_WAIT, TOOL_FIELDS, AskUserError, AsyncAskUserClient, ValidationError
-from .longpoll import respond
 
 log = logging.getLogger("askuser")
 
@@ -152,6 +153,12 @@ async def serve_stdio(
 # --- streamable HTTP at /mcp ---------------------------------------------------------------
 
 
+@functools.cache
+def endpoint() -> HttpEndpoint:
+    """The process's ``/mcp``; its tool calls come back in through the whole HTTP application."""
+    return HttpEndpoint(get_default_application())
+
+
 class HttpEndpoint:
     """``/mcp`` for agents with a token; tool calls go to ``api_app`` in process.
 
@@ -167,14 +174,10 @@ class HttpEndpoint:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
-        domain, _ = split_domain_port(headers.get("host", ""))
-        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-            return await respond(send, 400, contract.error_body("bad_host", "This host name is not served here."))
         try:
             agent = await database_call(agentauth.agent_for)(headers.get("authorization"))
         except agentauth.Unauthorized as exc:
-            body = contract.error_body("unauthorized", str(exc))
-            return await respond(send, 401, body, [(b"www-authenticate", b"Bearer")])
+            return await edge.refuse(send, exc)
         # The SDK binds each MCP session to the credential that opened it.
         bearer = agentauth.bearer_token(headers.get("authorization"))
         token = AccessToken(token=bearer, client_id=f"agent-{agent.pk}", scopes=[])
@@ -186,7 +189,9 @@ class HttpEndpoint:
         request = ctx.request
         token = agentauth.bearer_token(request.headers.get("authorization"))
         base_url = f"http://{request.headers.get('host', 'localhost')}"
-        transport = httpx.ASGITransport(app=self.api_app)
+        # The caller's address, so that its waits count against its own cap.
+        client = (request.client.host, request.client.port) if request.client else ("127.0.0.1", 0)
+        transport = httpx.ASGITransport(app=self.api_app, client=client)
         async with AsyncAskUserClient(base_url, token, transport=transport) as client:
             query = request.query_params
             yield Asker(client, query.get("session") or DEFAULT_SESSION, query.get("run_id") or None)

@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP (long-poll in front of Django) and WebSockets."""
+"""ASGI entry point: HTTP through the front door (long-polls, then Django) and WebSockets."""
 
 import os
 
@@ -14,12 +14,12 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from askuser_app import routing  # noqa: E402
+from askuser_app import edge, routing  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": routing.HttpRouter(django_asgi_app, api_asgi_app),
+        "http": edge.FrontDoor(URLRouter(routing.http_urlpatterns(django_asgi_app, api_asgi_app))),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(routing.websocket_urlpatterns))),
-        "lifespan": routing.lifespan,
+        "lifespan": edge.lifespan,
     }
 )

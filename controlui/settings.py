@@ -200,6 +200,12 @@ if env_bool("ASKUSER_HTTPS"):
 ASKUSER_RATE_LIMIT = env_int("ASKUSER_RATE_LIMIT", 120)
 # Any request body larger than this is refused with 413 before it is read.
 ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
+# Waits (prompt results and messages) one agent, one owner across their agents,
+# and one client address may hold parked at once in a process (0: no cap);
+# 429 with Retry-After beyond. An agent has one pending prompt per session.
+ASKUSER_MAX_WAITS_PER_AGENT = env_int("ASKUSER_MAX_WAITS_PER_AGENT", 100)
+ASKUSER_MAX_WAITS_PER_USER = env_int("ASKUSER_MAX_WAITS_PER_USER", 500)
+ASKUSER_MAX_WAITS_PER_ADDRESS = env_int("ASKUSER_MAX_WAITS_PER_ADDRESS", 500)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

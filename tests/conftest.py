@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.test import Client
 
-from askuser_app import longpoll, realtime, services
+from askuser_app import edge, realtime, routing, services
 
 pytest_plugins = ["tests.servers"]
 
@@ -148,14 +148,26 @@ class AgentClient:
         )
 
     def get(self, path: str, headers=None):
-        """Prompt reads go through the ASGI app, as in production; the rest through Django."""
+        """Long-polls go through the ASGI app, as in production; the rest through Django."""
         url = f"/api/v1{path}"
-        if longpoll.route(url.split("?")[0]):
+        if served_in_front_of_django("GET", url.split("?")[0]):
             return async_to_sync(asgi_get)(url, self.headers(headers))
         return self.client.get(url, headers=self.headers(headers))
 
     def ask(self, body: dict[str, Any] | None = None, **kwargs):
         return self.post("/prompts", body if body is not None else payload(), **kwargs)
+
+
+def served_in_front_of_django(method: str, path: str) -> bool:
+    """Whether the ASGI router sends this request to a consumer rather than to Django."""
+    from controlui.asgi import api_asgi_app, django_asgi_app
+
+    for route in routing.http_urlpatterns(django_asgi_app, api_asgi_app):
+        if route.pattern.match(path.lstrip("/")):
+            app = route.callback
+            app = app.methods.get(method, app.otherwise) if isinstance(app, edge.ByMethod) else app
+            return app not in (django_asgi_app, api_asgi_app)
+    return False
 
 
 class AsgiResponse:

@@ -18,10 +18,10 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from askuser_app import contract, longpoll, routing, services
+from askuser_app import contract, edge, routing, services
 from controlui.asgi import application
 
-from .conftest import AsgiResponse, asgi_get, make_user, payload
+from .conftest import AsgiResponse, asgi_get, make_user, payload, served_in_front_of_django
 
 ROLES = ["anonymous", "token_a", "token_b", "revoked", "user_a", "user_b", "staff"]
 AGENTS = ("token_a", "token_b", "revoked")
@@ -56,7 +56,7 @@ class World:
     def request(self, role: str, method: str, path: str, body=None, form=None) -> int:
         path = path.replace("{prompt}", str(self.prompt.pk))
         client = self.client(role)
-        if method == "GET" and longpoll.route(path.split("?")[0]):
+        if served_in_front_of_django(method, path.split("?")[0]):
             cookie = client.cookies.get("sessionid")
             headers = {**self.headers(role), **({"Cookie": f"sessionid={cookie.value}"} if cookie else {})}
             return async_to_sync(asgi_get)(path, headers).status_code
@@ -187,17 +187,30 @@ def django_routes(resolver: URLResolver | None = None, prefix: str = "") -> list
     return routes
 
 
-def longpoll_route(pattern: re.Pattern[str]) -> str:
-    """``^/api/v1/prompts/(?P<prompt_id>[^/]+)/?$`` as ``api/v1/prompts/<prompt_id>``."""
-    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"<\1>", pattern.pattern).strip("^$").lstrip("/").removesuffix("/?")
+def front_route(pattern: str) -> str:
+    """``^api/v1/prompts/(?P<prompt_id>[^/]+)/?$`` as ``api/v1/prompts/<prompt_id>``."""
+    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"<\1>", pattern).strip("^$").lstrip("/").removesuffix("/?")
+
+
+def routes_in_front_of_django() -> tuple[set[str], set[str]]:
+    """The long-polls' routes, and the other routes served before Django."""
+    from controlui.asgi import api_asgi_app, django_asgi_app
+
+    waits, others = set(), set()
+    for entry in routing.http_urlpatterns(django_asgi_app, api_asgi_app):
+        if entry.callback not in (django_asgi_app, api_asgi_app):
+            route = front_route(str(entry.pattern))
+            (waits if isinstance(entry.callback, edge.ByMethod) else others).add(route)
+    return waits, others
 
 
 def test_every_route_has_an_access_rule():
     """A new endpoint without a row above fails here."""
     ruled = {rule[0] for rule in HTTP_RULES} | {rule[0] for rule in WS_RULES}
     known = set(django_routes())
-    known |= {longpoll_route(pattern) for pattern, _ in longpoll.ROUTES}
+    waits, others = routes_in_front_of_django()
+    known |= waits
     known |= {str(entry.pattern) for entry in routing.websocket_urlpatterns}
 
     assert known - ruled == set(), f"routes without an access rule: {sorted(known - ruled)}"
-    assert set(ASGI_RULES) == {"/healthz", "/mcp"}
+    assert {f"/{route}" for route in others} == set(ASGI_RULES)

@@ -155,7 +155,9 @@ def test_the_agent_api_is_served_by_its_own_chain_with_the_same_headers(token):
     not_found = async_to_sync(asgi_request)("GET", "/api/v1/nope", headers=auth)
 
     assert created.status_code == 201 and not_found.status_code == 404
-    chain = application.application_mapping["http"].api_app._middleware_chain
+    from controlui.asgi import api_asgi_app
+
+    chain = api_asgi_app._middleware_chain
     assert "SessionMiddleware" not in repr_chain(chain) and "SecurityHeadersMiddleware" in repr_chain(chain)
     for response in (created, not_found):
         assert_secure_headers(response.headers)
