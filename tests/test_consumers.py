@@ -10,7 +10,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, realtime, services, ui
+from askuser_app import contract, realtime, services, socketauth, ui
 from askuser_app.asyncdb import database_call
 from askuser_app.models import Message, Prompt
 from controlui.asgi import application
@@ -75,6 +75,37 @@ async def test_a_socket_from_a_foreign_origin_is_refused(session, owner):
     connected, _ = await socket.connect(timeout=DEADLINE)
 
     assert not connected
+
+
+async def test_a_socket_whose_login_a_password_change_ended_is_refused(session, owner):
+    socket = await connect("/ws/sessions/support-42/", owner)
+    owner.set_password("a-new-password-entirely")
+    await database_call(owner.save)()
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert not connected
+
+
+async def test_a_deactivated_users_socket_is_refused(session, owner):
+    socket = await connect("/ws/sessions/support-42/", owner)
+    owner.is_active = False
+    await database_call(owner.save)()
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert not connected
+
+
+def test_opening_a_session_pages_socket_reads_login_user_and_session_in_two_queries(
+    session, owner, django_assert_num_queries
+):
+    cookies = {"sessionid": cookie_for(owner).split("=", 1)[1]}
+
+    with django_assert_num_queries(2):  # the login by its key; the session joined to its owner
+        opened = socketauth.open_socket(cookies, "support-42")
+
+    assert opened.user == owner and opened.session == session
 
 
 async def test_on_connect_a_tab_gets_the_current_panel_and_timeline(agent, owner, session):
