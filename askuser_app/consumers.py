@@ -68,10 +68,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     def render_state(self) -> str:
         """The state as of joining; a session page says since when it needs the timeline."""
-        if self.session is None:
-            return self.render_sessions()
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         cursor, shown = (query.get(name, [None])[0] for name in ("since", "shown"))
+        if self.session is None:
+            return ui.render_sessions_since(self.scope["user"], ui.catch_up_since(cursor))
         return ui.render_catch_up(self.session, self.cookies, ui.catch_up_since(cursor), shown or "")
 
     def render_sessions(self) -> str:

@@ -22,7 +22,8 @@ def own_session(request: HttpRequest, key: str) -> Session:
 
 @login_required
 def sessions_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "askuser/sessions.html", {"rows": ui.session_rows(request.user)})
+    cursor = ui.timeline_cursor()  # before reading: the socket sends the list again only if it changed
+    return render(request, "askuser/sessions.html", {"rows": ui.session_rows(request.user), "cursor": cursor})
 
 
 @login_required

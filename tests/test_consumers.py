@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from askuser_app import contract, realtime, services, socketauth, ui
 from askuser_app.asyncdb import database_call
-from askuser_app.models import Message, Prompt
+from askuser_app.models import Message, Prompt, Session
 from controlui.asgi import application
 
 from .conftest import payload
@@ -272,6 +272,31 @@ async def test_the_sessions_list_updates_live(agent, owner, session):
 
     html = await tab.receive_from(timeout=DEADLINE)
     assert 'id="sessions-list"' in html and "fresh-session" in html
+    await tab.disconnect()
+
+
+async def test_a_sessions_list_that_is_up_to_date_is_sent_nothing_until_something_changes(agent, owner, session):
+    await database_call(Session.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    tab = await connect(f"/ws/sessions/?since={ui.timeline_cursor()}", owner)
+    await tab.connect(timeout=DEADLINE)
+
+    await ask(agent, session="fresh-session")
+
+    html = await tab.receive_from(timeout=DEADLINE)  # the first frame is the change
+    assert "fresh-session" in html
+    await tab.disconnect()
+
+
+async def test_a_sessions_list_reconnecting_after_a_change_gets_the_list_again(agent, owner, session):
+    cursor = await database_call(ui.timeline_cursor)()
+    await ask(agent)
+    tab = await connect(f"/ws/sessions/?since={cursor}", owner)
+    await tab.connect(timeout=DEADLINE)
+
+    html = await tab.receive_from(timeout=DEADLINE)
+
+    assert 'id="sessions-list"' in html and "support-42" in html
     await tab.disconnect()
 
 
