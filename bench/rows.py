@@ -122,6 +122,8 @@ def socket_rows(table: Table, rate: sockets.Rate, storm: sockets.Storm, f: Floor
         Row("storm: GET /healthz p99 while pages come back", storm.trivial.p99, floor=f.http.p99, target="< 50 ms",
             passed=storm.trivial.p99 < 50),
     ]  # fmt: skip
+    if rate.failed:
+        table.notes.append(f"socket connects: {rate.failed} refused or reset")
 
 
 def click_rows(table: Table, database: str, result: Latency, floor: Latency) -> None:

@@ -19,6 +19,7 @@ from .stats import Latency, latency
 
 # The browser's schedule (static/askuser/app.js): full jitter, 0.5 s doubling to 30 s.
 BASE, FACTOR, CAP = 0.5, 2, 30.0
+HANDSHAKE_TIMEOUT = 10.0
 
 
 def page_socket(session: str, shown: str, since_ms: int | None = None) -> str:
@@ -36,6 +37,7 @@ class Rate:
     per_second: float
     handshake: Latency  # one connect's time until the 101, under that load
     cpu_ms: float  # the server's CPU time per connect: what other load on the machine does not change
+    failed: int = 0  # connects refused or reset
 
 
 def cpu_seconds(pid: int) -> float:
@@ -51,11 +53,18 @@ async def connect_rate(server: Server, paths: list[str], cookie: str, concurrenc
     opened: list[WebSocket] = []
     times: list[float] = []
 
+    failed = 0
+
     async def opener() -> None:
+        nonlocal failed
         while queue:
             path = queue.pop()
             start = time.perf_counter()
-            opened.append(await WebSocket.connect(port, path, cookie))
+            try:
+                opened.append(await WebSocket.connect(port, path, cookie))
+            except (OSError, asyncio.IncompleteReadError, ConnectionError):
+                failed += 1
+                continue
             times.append(time.perf_counter() - start)
 
     began = time.perf_counter()
@@ -66,7 +75,7 @@ async def connect_rate(server: Server, paths: list[str], cookie: str, concurrenc
     for ws in opened:
         ws.close()
     await asyncio.sleep(0.5)  # let the server see them go before the next figure
-    return Rate(len(times) / elapsed, latency(times), used * 1000 / max(len(times), 1))
+    return Rate(len(times) / elapsed, latency(times), used * 1000 / max(len(times), 1), failed)
 
 
 @dataclass
@@ -99,8 +108,9 @@ async def keep_page(port: int, page: Page, cookie: str, opening: asyncio.Semapho
     retries = 0
     while True:
         try:
-            if page.ws is None:
-                page.ws = await WebSocket.connect(port, page_socket(page.session, page.shown, page.lost_ms), cookie)
+            if page.ws is None:  # a handshake left hanging is given up, as browsers do
+                path = page_socket(page.session, page.shown, page.lost_ms)
+                page.ws = await asyncio.wait_for(WebSocket.connect(port, path, cookie), HANDSHAKE_TIMEOUT)
                 page.back_at = page.back_at or time.perf_counter()
                 retries = 0
             while True:
