@@ -196,7 +196,7 @@ def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="a short smoke run (one to two minutes)")
+    parser.add_argument("--quick", action="store_true", help="a short smoke run (a few minutes)")
     parser.add_argument("--out", type=Path, help="where to write the report (a full run: docs/PERFORMANCE.md)")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
