@@ -10,8 +10,8 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from . import ui
-from .models import Session
+from . import socketauth, ui
+from .asyncdb import database_call
 from .realtime import session_group, user_group
 
 CLOSE_UNAUTHENTICATED = 4401
@@ -24,11 +24,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
     group: str | None = None
 
     async def connect(self) -> None:
-        user = self.scope["user"]
-        if not user.is_authenticated:
-            return await self.close(code=CLOSE_UNAUTHENTICATED)
         key = self.scope["url_route"]["kwargs"].get("key")
-        self.session = await self.own_session(user, key) if key is not None else None
+        # One database call for the login, the user and the session followed.
+        opened = await database_call(socketauth.open_socket)(self.cookies, key)
+        if opened.user is None:
+            return await self.close(code=CLOSE_UNAUTHENTICATED)
+        # Kept where Channels' auth middleware would put it, for what reads it later.
+        self.scope["user"] = user = opened.user
+        self.session = opened.session
         if key is not None and self.session is None:
             return await self.close(code=CLOSE_NOT_FOUND)
         self.group = session_group(self.session.pk) if self.session else user_group(user.pk)
@@ -65,10 +68,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     def render_state(self) -> str:
         """The state as of joining; a session page says since when it needs the timeline."""
-        if self.session is None:
-            return self.render_sessions()
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         cursor, shown = (query.get(name, [None])[0] for name in ("since", "shown"))
+        if self.session is None:
+            return ui.render_sessions_since(self.scope["user"], ui.catch_up_since(cursor))
         return ui.render_catch_up(self.session, self.cookies, ui.catch_up_since(cursor), shown or "")
 
     def render_sessions(self) -> str:
@@ -77,8 +80,3 @@ class LiveConsumer(AsyncWebsocketConsumer):
     @staticmethod
     async def render(function: Any, *args: Any) -> str:
         return await database_sync_to_async(function)(*args)
-
-    @staticmethod
-    @database_sync_to_async
-    def own_session(user: Any, key: str) -> Session | None:
-        return Session.objects.select_related("agent").filter(owner=user, key=key).first()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q, Subquery, prefetch_related_objects
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -278,6 +279,22 @@ def render_catch_up(session: Session, cookies: dict[str, str], since: datetime |
     unchanged = str(pending or "") == shown
     panel = "" if unchanged else render_panel(session, cookies, oob=True, pending=pending is not None)
     return panel + render_appended(items)
+
+
+def sessions_changed(user: Any, since: datetime) -> bool:
+    """Whether anything the sessions list shows changed from ``since`` on: one query."""
+    mine = {"session__owner": user}
+    changed = (
+        Exists(Session.objects.filter(owner=user, created_at__gte=since))
+        | Exists(Message.objects.filter(created_at__gte=since, **mine))
+        | Exists(Prompt.objects.filter(Q(created_at__gte=since) | Q(resolved_at__gte=since), **mine))
+    )
+    return get_user_model().objects.filter(changed, pk=user.pk).exists()
+
+
+def render_sessions_since(user: Any, since: datetime | None) -> str:
+    """The sessions list for a (re)connecting tab: nothing when its page is up to date."""
+    return render_sessions(user, oob=True) if since is None or sessions_changed(user, since) else ""
 
 
 def render_sessions(user: Any, *, oob: bool = False) -> str:

@@ -22,7 +22,8 @@ def own_session(request: HttpRequest, key: str) -> Session:
 
 @login_required
 def sessions_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "askuser/sessions.html", {"rows": ui.session_rows(request.user)})
+    cursor = ui.timeline_cursor()  # before reading: the socket sends the list again only if it changed
+    return render(request, "askuser/sessions.html", {"rows": ui.session_rows(request.user), "cursor": cursor})
 
 
 @login_required
@@ -40,6 +41,7 @@ def answer_prompt(request: HttpRequest, key: str, prompt_id: str) -> HttpRespons
     """The panel's form: Submit answers every question at once; Skip all skips them."""
     session = own_session(request, key)
     prompt = get_object_or_404(Prompt, pk=prompt_id, session=session)
+    prompt.session = session  # the announcement after commit names its owner: no second lookup
     notice = error = ""
     try:
         if request.POST.get("action") == "skip_all":

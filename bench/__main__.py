@@ -15,9 +15,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import capacity, floors, push, report, servers, throughput, wake
+from . import browser, capacity, floors, push, report, servers, sockets, throughput, wake
+from .payload import human_cookie
 from .report import Table
-from .rows import Floors, capacity_rows, floor_rows, push_rows, query_rows, search_rows, throughput_rows, wake_rows
+from .rows import (
+    Floors,
+    capacity_rows,
+    click_rows,
+    floor_rows,
+    push_rows,
+    query_rows,
+    search_rows,
+    socket_rows,
+    throughput_rows,
+    wake_rows,
+)
 from .stats import Latency
 
 
@@ -30,10 +42,16 @@ class Plan:
     socket_ramp: float  # seconds a socket level's new connections may take, plus 1 s per 35 of them
     seconds: float  # per throughput run
     search_rounds: int = 10  # admin searches: each kind of bench/history.py's SEARCHES this many times
+    clicks: int = 50  # answers given in the browser
+    connects: int = 2000  # sockets opened for the connect rate
+    storm: int = 5000  # pages open when the server is killed
 
 
 FULL = Plan(samples=1000, wakes=500, pushes=200, levels=[1000, 5000, 10000], socket_ramp=30, seconds=10)
-QUICK = Plan(samples=200, wakes=50, pushes=30, levels=[200], socket_ramp=20, seconds=2, search_rounds=3)
+QUICK = Plan(
+    samples=200, wakes=50, pushes=30, levels=[200], socket_ramp=20, seconds=2, search_rounds=3, clicks=10,
+    connects=300, storm=500,
+)  # fmt: skip
 
 
 def raise_fd_limit() -> int:
@@ -56,10 +74,11 @@ def measure_floors(plan: Plan, data: Path, scaled: bool) -> Floors:
     with servers.Server(env, "bench.trivial:application", ready="/") as trivial:
         http = asyncio.run(floors.http_round_trip(trivial.port, plan.samples))
         rps = {n: asyncio.run(floors.http_throughput(trivial.port, n, plan.seconds / 5)) for n in (16, 64)}
+        connects = asyncio.run(sockets.connect_rate(trivial, ["/"] * plan.connects, ""))
     with servers.raw_server(env) as raw_server:
         raw = asyncio.run(floors.http_round_trip(raw_server.port, plan.samples))
     redis = asyncio.run(floors.redis_round_trip(servers.REDIS_URL, plan.samples)) if scaled else None
-    return Floors(http, raw, redis, rps)
+    return Floors(http, raw, redis, rps, connects)
 
 
 def embedded(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
@@ -73,14 +92,40 @@ def embedded(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
                   asyncio.run(wake.measure(server.port, server.port, token, login, plan.wakes)), f.http)  # fmt: skip
         say(f"push latency ({plan.pushes} prompts)")
         push_rows(table, asyncio.run(push.measure(server.port, server.port, token, login, plan.pushes)), f.http)
+        answer_in_browser(plan, table, "SQLite", server, token, login, f)
         sessions = [f"bench-cap-{i}" for i in range(100)]
         prompt_ids = asyncio.run(throughput.create_prompts(server.port, token, sessions, clients=2))
     run_capacity(plan, env, table, token, login, sessions, prompt_ids)
+    run_sockets(plan, env, table, token, login, sessions, prompt_ids, f)
     with servers.Server(env) as server:
         say("create throughput, SQLite")
         results = [asyncio.run(throughput.run(server.port, token, n, plan.seconds, f"sq{n}")) for n in (16, 64)]
     throughput_rows(table, "SQLite", results, f, 250)
     return prepared
+
+
+def answer_in_browser(
+    plan: Plan, table: Table, database: str, server: servers.Server, token: str, login: str, f: Floors
+) -> None:
+    if browser.chromium() is None:
+        table.notes.append(f"{database}: the answer in the browser not measured, chromium is not installed")
+        return
+    say(f"the answer in the browser, {database} ({plan.clicks} answers)")
+    click_rows(table, database, browser.measure(server.url, token, login, plan.clicks), f.http)
+
+
+def run_sockets(
+    plan: Plan, env: dict, table: Table, token: str, login: str, sessions: list[str], ids: list[str], f: Floors
+) -> None:
+    """Pages opening their sockets (each up to date, showing its pending prompt), then the storm."""
+    with servers.Server(env) as server:
+        say(f"socket connects ({plan.connects:,} pages)")
+        asyncio.run(capacity.warm_up(server, ids[0], sessions[0], token, login))
+        paths = [sockets.page_socket(sessions[i % len(sessions)], ids[i % len(ids)]) for i in range(plan.connects)]
+        rate = asyncio.run(sockets.connect_rate(server, paths, human_cookie(login)))
+        say(f"reconnect storm ({plan.storm:,} pages, the server killed and restarted)")
+        storm = asyncio.run(sockets.storm(server, token, login, sessions, ids, plan.storm, asked=10))
+    socket_rows(table, rate, storm, f)
 
 
 def run_capacity(
@@ -142,6 +187,7 @@ def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
         assert f.redis is not None
         floor = Latency(0, f.http.p50 + f.redis.p50, f.http.p99 + f.redis.p99, f.http.max + f.redis.max)
         wake_rows(table, "Wake latency, mode B: two processes, PostgreSQL, Redis", result, floor)
+        answer_in_browser(plan, table, "PostgreSQL and Redis", answering, token, login, f)
         say("create throughput, PostgreSQL")
         results = [asyncio.run(throughput.run(waiting.port, token, n, plan.seconds, f"pg{n}")) for n in (16, 64)]
     throughput_rows(table, "PostgreSQL", results, f, 200)
@@ -152,7 +198,7 @@ def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="a short smoke run (one to two minutes)")
+    parser.add_argument("--quick", action="store_true", help="a short smoke run (a few minutes)")
     parser.add_argument("--out", type=Path, help="where to write the report (a full run: docs/PERFORMANCE.md)")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL

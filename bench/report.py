@@ -205,6 +205,24 @@ What each figure is:
   counted in process through Django's middleware chain.
 - **Push latency**: from an agent's `POST /api/v1/prompts` response to the
   panel's HTML arriving on the owner's open `/ws/sessions/<key>/`.
+- **The answer in the browser**: Debian's chromium (Playwright) with the
+  session page open; for each one-question prompt, the time in the page
+  (`performance.now()`) from the click on Submit to the panel being hidden,
+  by the answer's response or the socket's push, whichever swaps first. The
+  floor is the HTTP floor.
+- **WebSocket connects**: pages opening their socket 32 at a time, each as a
+  page that is up to date does (`?since=<now>&shown=<its pending prompt>`),
+  on a fresh server after a warm-up; the floor is the trivial ASGI app
+  accepting WebSockets. "Server CPU per connect" is the server process's
+  user and system time over the connects (`/proc/<pid>/stat`), which other
+  load on the machine barely changes.
+- **Reconnect storm**: that many pages open (each showing its session's
+  pending prompt), the server is killed (SIGKILL) and started again on its
+  port; the pages come back as the browser does (full jitter from 0.5 s
+  doubling to 30 s, resuming from when they lost the socket). Meanwhile the
+  agent replaces the prompt of 10 sessions: a page of those sessions that
+  never shows the new prompt is a lost prompt. The trivial request is
+  `GET /healthz`, one after another, from the restart until every page is back.
 """
 
 

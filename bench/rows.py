@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import capacity, history, push, throughput, wake
+from . import capacity, history, push, sockets, throughput, wake
 from .report import Row, Table
 from .stats import Latency
 
@@ -15,6 +15,7 @@ class Floors:
     raw: Latency
     redis: Latency | None  # None without Redis
     rps: dict[int, tuple[float, Latency]]
+    connects: sockets.Rate | None = None  # the trivial app accepting WebSockets
 
 
 def floor_rows(table: Table, f: Floors) -> None:
@@ -28,6 +29,8 @@ def floor_rows(table: Table, f: Floors) -> None:
         Row("HTTP round trip, bare asyncio server p99", f.raw.p99),
     ]
     rows += [Row(f"trivial app on Daphne, {n} clients", rps, "/s") for n, (rps, _) in f.rps.items()]
+    if f.connects is not None:
+        rows.append(Row("WebSocket connects, trivial ASGI app on Daphne", f.connects.per_second, "/s"))
 
 
 def wake_rows(table: Table, title: str, result: wake.Wake, floor: Latency) -> None:
@@ -118,3 +121,34 @@ def query_rows(table: Table, counts: dict[str, dict]) -> None:
             Row(f"{database}: queries per create", prepared["create_queries"], ""),
             Row(f"{database}: queries per answer", prepared["answer_queries"], ""),
         ]
+
+
+def socket_rows(table: Table, rate: sockets.Rate, storm: sockets.Storm, f: Floors) -> None:
+    floor = f.connects
+    rows = table.section("WebSocket connects and a reconnect storm, SQLite, one process")
+    rows += [
+        Row("socket connects (pages opening theirs, 32 at a time)", rate.per_second, "/s",
+            floor=floor.per_second if floor else None, target="≥ 500/s", passed=rate.per_second >= 500),
+        Row("server CPU per connect", rate.cpu_ms, floor=floor.cpu_ms if floor else None),
+        Row("one connect under that load p50", rate.handshake.p50, floor=floor.handshake.p50 if floor else None),
+        Row("one connect under that load p99", rate.handshake.p99, floor=floor.handshake.p99 if floor else None),
+        Row("storm: pages back", storm.back, "", target=f"{storm.pages:,}", passed=storm.back == storm.pages),
+        Row("storm: kill → restarted server answers", storm.ready_seconds, "s"),
+        Row("storm: kill → every page back", storm.all_back_seconds, "s", target="≤ 20 s",
+            passed=storm.all_back_seconds <= 20),
+        Row("storm: prompts lost", storm.lost_prompts, "", target=f"0 of {storm.asked_pages:,} pages asked anew",
+            passed=storm.lost_prompts == 0),
+        Row("storm: GET /healthz p99 while pages come back", storm.trivial.p99, floor=f.http.p99, target="< 50 ms",
+            passed=storm.trivial.p99 < 50),
+    ]  # fmt: skip
+    if rate.failed:
+        table.notes.append(f"socket connects: {rate.failed} refused or reset")
+
+
+def click_rows(table: Table, database: str, result: Latency, floor: Latency) -> None:
+    rows = table.section(f"The answer in the browser (click on Submit → panel closed), {database}")
+    rows += [
+        Row("p50", result.p50, floor=floor.p50),
+        Row("p99", result.p99, floor=floor.p99, target="≤ 15 ms", passed=result.p99 <= 15),
+        Row("max", result.max, floor=floor.max),
+    ]

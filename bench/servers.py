@@ -127,7 +127,8 @@ class Server:
     def start(self) -> Server:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        _running.append(self)
+        if self not in _running:  # started again after a kill
+            _running.append(self)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and self.process.poll() is None:
             try:
@@ -151,6 +152,12 @@ class Server:
             if name in ("VmRSS", "Threads"):
                 fields[name] = int(value.split()[0])
         return {"rss_kib": fields["VmRSS"], "threads": fields["Threads"]}
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: its sockets drop without a close frame. ``start`` brings it back on its port."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -1,4 +1,5 @@
-"""The floor's server: the smallest ASGI app, served by Daphne like askuser."""
+"""The floor's server: the smallest ASGI app, served by Daphne like askuser.
+It answers GETs with ``ok`` and accepts every WebSocket, sending nothing."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ from typing import Any
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "websocket":
+        await receive()  # websocket.connect
+        await send({"type": "websocket.accept"})
+        while (await receive())["type"] != "websocket.disconnect":
+            pass
+        return
     if scope["type"] != "http":
         return
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})

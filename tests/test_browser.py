@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import services
+from askuser_app import contract, services
 from askuser_app.models import Prompt
 
 from .conftest import EXTRAS, PASSWORD, QUESTION, payload
@@ -410,4 +410,65 @@ def test_no_page_breaks_the_content_security_policy(chromium, server, staff):
         page.wait_for_load_state("networkidle")
 
     assert violations == []
+    person.context.close()
+
+
+# --- the live socket's reconnect -----------------------------------------------------------
+
+# Counts the page's socket openings and closings, from before its scripts run.
+SOCKET_EVENTS = """
+window.liveOpens = 0; window.liveCloses = 0;
+document.addEventListener("htmx:wsOpen", () => window.liveOpens++);
+document.addEventListener("htmx:wsClose", () => window.liveCloses++);
+"""
+RECONNECT_MS = 30_000  # the backoff's bounds add up to 7.5 s over four tries; the restart takes some
+
+
+def test_reconnect_waits_grow_with_full_jitter_up_to_thirty_seconds(human):
+    page = human.open()
+
+    bounds = page.evaluate("[0, 1, 2, 3, 6, 12].map(n => window.askuserLive.reconnectDelay(n, 1))")
+    spread = page.evaluate("Array.from({length: 200}, () => window.askuserLive.reconnectDelay(3))")
+
+    assert bounds == [500, 1000, 2000, 4000, 30000, 30000]
+    assert all(0 <= wait <= 4000 for wait in spread) and len(set(spread)) > 100  # each page its own time
+
+
+def test_a_reconnecting_page_asks_only_for_what_it_missed_and_names_the_prompt_it_shows(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask()
+    panel_open(page)
+    resume = "Object.fromEntries(new URL(window.askuserLive.resumeUrl('ws://h/ws/?since=1000&shown=')).searchParams)"
+    before = page.evaluate(resume)
+
+    page.evaluate("document.dispatchEvent(new Event('htmx:wsClose'))")  # the socket drops
+    after = page.evaluate(resume)
+
+    assert before == {"since": "1000", "shown": ""}  # the first connect is the page's own
+    assert after["shown"] == prompt_id and int(after["since"]) > 1000
+
+
+def test_after_a_server_restart_the_page_reconnects_and_shows_what_was_asked_meanwhile(
+    chromium, start_server, owner, agent
+):
+    message = services.post_agent_message(agent, "support-42", "Hi! I'm getting release 2.4 ready.")
+    type(message).objects.filter(pk=message.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    server = start_server()
+    person = Human(chromium, server, owner, viewport={"width": 1280, "height": 800})
+    page = person.context.new_page()
+    page.add_init_script(SOCKET_EVENTS)
+    page.goto("/s/support-42/")
+    page.wait_for_function("window.liveOpens === 1", timeout=WAIT_MS)
+    page.evaluate(f"window.sameDocument = true; document.getElementById('item-msg-{message.pk}').dataset.kept = '1'")
+
+    server.kill()
+    page.wait_for_function("window.liveCloses >= 1", timeout=WAIT_MS)
+    # The agent cannot reach a stopped server: the prompt is stored directly.
+    prompt = services.ask(agent, contract.parse_create(payload())).prompt
+    server.start()
+
+    page.wait_for_selector(f"#prompt-panel[data-prompt-id='{prompt.pk}']:not([hidden])", timeout=RECONNECT_MS)
+    assert page.evaluate("window.sameDocument") is True  # no reload
+    assert page.evaluate("document.querySelector('[data-kept]') !== null")  # the timeline was not redrawn
+    assert person.errors == []
     person.context.close()

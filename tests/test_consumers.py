@@ -10,9 +10,9 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, realtime, services, ui
+from askuser_app import contract, realtime, services, socketauth, ui
 from askuser_app.asyncdb import database_call
-from askuser_app.models import Message, Prompt
+from askuser_app.models import Message, Prompt, Session
 from controlui.asgi import application
 
 from .conftest import payload
@@ -75,6 +75,37 @@ async def test_a_socket_from_a_foreign_origin_is_refused(session, owner):
     connected, _ = await socket.connect(timeout=DEADLINE)
 
     assert not connected
+
+
+async def test_a_socket_whose_login_a_password_change_ended_is_refused(session, owner):
+    socket = await connect("/ws/sessions/support-42/", owner)
+    owner.set_password("a-new-password-entirely")
+    await database_call(owner.save)()
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert not connected
+
+
+async def test_a_deactivated_users_socket_is_refused(session, owner):
+    socket = await connect("/ws/sessions/support-42/", owner)
+    owner.is_active = False
+    await database_call(owner.save)()
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert not connected
+
+
+def test_opening_a_session_pages_socket_reads_login_user_and_session_in_two_queries(
+    session, owner, django_assert_num_queries
+):
+    cookies = {"sessionid": cookie_for(owner).split("=", 1)[1]}
+
+    with django_assert_num_queries(2):  # the login by its key; the session joined to its owner
+        opened = socketauth.open_socket(cookies, "support-42")
+
+    assert opened.user == owner and opened.session == session
 
 
 async def test_on_connect_a_tab_gets_the_current_panel_and_timeline(agent, owner, session):
@@ -245,6 +276,31 @@ async def test_the_sessions_list_updates_live(agent, owner, session):
 
     html = await tab.receive_from(timeout=DEADLINE)
     assert 'id="sessions-list"' in html and "fresh-session" in html
+    await tab.disconnect()
+
+
+async def test_a_sessions_list_that_is_up_to_date_is_sent_nothing_until_something_changes(agent, owner, session):
+    await database_call(Session.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    tab = await connect(f"/ws/sessions/?since={ui.timeline_cursor()}", owner)
+    await tab.connect(timeout=DEADLINE)
+
+    await ask(agent, session="fresh-session")
+
+    html = await tab.receive_from(timeout=DEADLINE)  # the first frame is the change
+    assert "fresh-session" in html
+    await tab.disconnect()
+
+
+async def test_a_sessions_list_reconnecting_after_a_change_gets_the_list_again(agent, owner, session):
+    cursor = await database_call(ui.timeline_cursor)()
+    await ask(agent)
+    tab = await connect(f"/ws/sessions/?since={cursor}", owner)
+    await tab.connect(timeout=DEADLINE)
+
+    html = await tab.receive_from(timeout=DEADLINE)
+
+    assert 'id="sessions-list"' in html and "support-42" in html
     await tab.disconnect()
 
 

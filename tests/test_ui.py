@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from askuser_app import contract, services
 from askuser_app.models import Message, Prompt
@@ -165,6 +167,19 @@ def test_an_htmx_answer_returns_the_closed_panel_and_the_summary(agent, browser)
     assert '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true">' in html
     assert f'id="item-prompt-{prompt.pk}"' in html and 'hx-swap-oob="beforeend:#timeline-items"' in html
     assert "Staging (Recommended)" in html
+
+
+def test_an_answer_looks_its_session_up_once(agent, browser, django_capture_on_commit_callbacks):
+    prompt = ask(agent)
+
+    with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
+        response = browser.post(
+            f"/s/support-42/prompts/{prompt.pk}/answer", {"q-deploy_target": "0"}, headers={"HX-Request": "true"}
+        )
+
+    assert response.status_code == 200
+    session_reads = [q["sql"] for q in queries if q["sql"].startswith('SELECT "askuser_app_session"')]
+    assert len(session_reads) == 1  # the page's own lookup; the announcement reuses it
 
 
 @pytest.mark.parametrize(

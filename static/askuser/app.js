@@ -322,6 +322,54 @@
     updateComposer();
   });
 
+  // --- the live socket's reconnect -------------------------------------------------------------
+
+  // After a server restart every open page would knock at once: each waits a
+  // random time below a bound that doubles per failed try (full jitter),
+  // and starts again from the smallest bound once connected.
+  var RECONNECT = { base: 500, factor: 2, cap: 30000 };
+
+  function reconnectDelay(retries, random) {
+    var bound = Math.min(RECONNECT.cap, RECONNECT.base * Math.pow(RECONNECT.factor, retries));
+    return bound * (random === undefined ? Math.random() : random);
+  }
+
+  // A reconnecting page says since when it may have missed something and
+  // which prompt it shows, and gets only that, not its timeline again. The
+  // server's cursor plus the time this page has been open: never later than
+  // the server's clock, so nothing is skipped.
+  var loadedAt = performance.now();
+  var lostAt = null;
+  var live = false;
+
+  function resumeUrl(url) {
+    if (lostAt === null) return url;
+    var resumed = new URL(url);
+    var since = Number(resumed.searchParams.get("since"));
+    if (since) resumed.searchParams.set("since", String(Math.floor(since + lostAt - loadedAt)));
+    if (resumed.searchParams.has("shown")) {
+      var shown = panel();
+      resumed.searchParams.set("shown", shown ? shown.dataset.promptId || "" : "");
+    }
+    return resumed.toString();
+  }
+
+  htmx.config.wsReconnectDelay = function (retries) {
+    return reconnectDelay(retries);
+  };
+  var createWebSocket = htmx.createWebSocket || function (url) { return new WebSocket(url); };
+  htmx.createWebSocket = function (url) {
+    return createWebSocket(resumeUrl(url));
+  };
+  document.addEventListener("htmx:wsOpen", function () {
+    live = true;
+  });
+  document.addEventListener("htmx:wsClose", function () {
+    if (live) lostAt = performance.now();
+    live = false;
+  });
+  window.askuserLive = { reconnectDelay: reconnectDelay, resumeUrl: resumeUrl };
+
   document.addEventListener("keydown", onKey);
   document.addEventListener("DOMContentLoaded", function () {
     var scroller = document.getElementById("scroller");

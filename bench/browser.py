@@ -1,0 +1,61 @@
+"""The answer as the human feels it: in Debian's chromium (Playwright), from
+the click on Submit to the panel closing on the page, one prompt after
+another. Timed in the page (performance.now()), so the figure is what the
+browser saw, request, response, swap and all."""
+
+from __future__ import annotations
+
+import shutil
+
+import httpx
+
+from .payload import QUESTIONS, agent_headers
+from .stats import Latency, latency
+
+SESSION = "bench-click"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+WAIT_MS = 15_000
+
+# Resolves with the milliseconds from the click to the panel being hidden,
+# by the answer's response or the socket's push, whichever swaps first.
+CLICK = """() => new Promise(resolve => {
+  let clicked = 0;
+  const observer = new MutationObserver(() => {
+    if (clicked && document.querySelector("#prompt-panel[hidden]")) {
+      observer.disconnect();
+      resolve(performance.now() - clicked);
+    }
+  });
+  observer.observe(document.body, {subtree: true, childList: true, attributes: true});
+  document.querySelector("#prompt-panel .options input").click();
+  clicked = performance.now();
+  document.querySelector("#prompt-panel [data-action=submit]").click();
+})"""
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium")
+
+
+def measure(url: str, token: str, login: str, samples: int) -> Latency:
+    """``samples`` one-question prompts, each answered with a click in an open page."""
+    from playwright.sync_api import sync_playwright
+
+    agent = httpx.Client(base_url=url, headers=agent_headers(token), timeout=30)
+    body = {"session": SESSION, "questions": QUESTIONS[:1], "timeoutSeconds": 3600}
+    times = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=ARGS)
+        context = browser.new_context(base_url=url, viewport={"width": 1280, "height": 800})
+        context.add_cookies([{"name": "sessionid", "value": login, "url": url}])
+        first = agent.post("/api/v1/prompts", json=body).json()["id"]  # the session, before the page
+        agent.post(f"/api/v1/prompts/{first}/cancel")
+        page = context.new_page()
+        page.goto(f"/s/{SESSION}/")
+        for _ in range(samples + 3):  # the first few warm the page and the server up
+            prompt_id = agent.post("/api/v1/prompts", json=body).json()["id"]
+            page.wait_for_selector(f"#prompt-panel[data-prompt-id='{prompt_id}']:not([hidden])", timeout=WAIT_MS)
+            times.append(page.evaluate(CLICK) / 1000)
+        browser.close()
+    agent.close()
+    return latency(times[3:])

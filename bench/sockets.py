@@ -1,0 +1,205 @@
+"""Browser sockets: how fast pages can open theirs, and a reconnect storm, a
+server killed and restarted under thousands of open pages that come back
+as the browser does (full-jitter backoff, resuming from where they lost it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .client import Http, WebSocket, build_request, json_body
+from .payload import agent_headers, create_body, human_cookie
+from .servers import Server
+from .stats import Latency, latency
+
+# The browser's schedule (static/askuser/app.js): full jitter, 0.5 s doubling to 30 s.
+BASE, FACTOR, CAP = 0.5, 2, 30.0
+HANDSHAKE_TIMEOUT = 10.0
+
+
+def page_socket(session: str, shown: str, since_ms: int | None = None) -> str:
+    """A session page's socket as its page opens it: up to date, showing ``shown``."""
+    since = since_ms if since_ms is not None else int(time.time() * 1000)
+    return f"/ws/sessions/{session}/?since={since}&shown={shown}"
+
+
+def reconnect_delay(retries: int) -> float:
+    return random.random() * min(CAP, BASE * FACTOR**retries)
+
+
+@dataclass
+class Rate:
+    per_second: float
+    handshake: Latency  # one connect's time until the 101, under that load
+    cpu_ms: float  # the server's CPU time per connect: what other load on the machine does not change
+    failed: int = 0  # connects refused or reset
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system time of a process, from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def connect_rate(server: Server, paths: list[str], cookie: str, concurrency: int = 32) -> Rate:
+    """Open one socket per path, ``concurrency`` at a time, and keep them until all are open."""
+    port, cpu = server.port, cpu_seconds(server.pid)
+    queue = list(reversed(paths))
+    opened: list[WebSocket] = []
+    times: list[float] = []
+
+    failed = 0
+
+    async def opener() -> None:
+        nonlocal failed
+        while queue:
+            path = queue.pop()
+            start = time.perf_counter()
+            try:
+                opened.append(await WebSocket.connect(port, path, cookie))
+            except (OSError, asyncio.IncompleteReadError, ConnectionError):
+                failed += 1
+                continue
+            times.append(time.perf_counter() - start)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(opener() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - began
+    await asyncio.sleep(0.2)  # the last connects' work after their 101
+    used = cpu_seconds(server.pid) - cpu
+    for ws in opened:
+        ws.close()
+    await asyncio.sleep(0.5)  # let the server see them go before the next figure
+    return Rate(len(times) / elapsed, latency(times), used * 1000 / max(len(times), 1), failed)
+
+
+@dataclass
+class Page:
+    """One open page in the storm: its session, the prompt it shows, what it heard."""
+
+    session: str
+    shown: str
+    lost_ms: int = 0
+    back_at: float | None = None
+    heard: list[str] = field(default_factory=list)
+    ws: WebSocket | None = None
+
+
+@dataclass
+class Storm:
+    pages: int
+    back: int
+    ready_seconds: float  # kill → the restarted server answers
+    all_back_seconds: float  # kill → every page's socket open again
+    lost_prompts: int  # pages of the sessions asked again meanwhile that never showed the new prompt
+    asked_pages: int
+    trivial: Latency  # GET /healthz while the pages come back
+
+
+async def keep_page(port: int, page: Page, cookie: str, opening: asyncio.Semaphore) -> None:
+    """Open the page's socket and hold it; when it drops, come back as the browser does."""
+    async with opening:
+        page.ws = await WebSocket.connect(port, page_socket(page.session, page.shown), cookie)
+    retries = 0
+    while True:
+        try:
+            if page.ws is None:  # a handshake left hanging is given up, as browsers do
+                path = page_socket(page.session, page.shown, page.lost_ms)
+                page.ws = await asyncio.wait_for(WebSocket.connect(port, path, cookie), HANDSHAKE_TIMEOUT)
+                page.back_at = page.back_at or time.perf_counter()
+                retries = 0
+            while True:
+                page.heard.append(await page.ws.receive())
+        except (OSError, asyncio.IncompleteReadError, ConnectionError):
+            if page.ws is not None:  # it was open: the page resumes from now
+                page.lost_ms, page.ws = int(time.time() * 1000), None
+            await asyncio.sleep(reconnect_delay(retries))
+            retries += 1
+
+
+async def trivial_during(port: int, until: asyncio.Event) -> list[float]:
+    """GET /healthz one after another until ``until``, reconnecting when refused."""
+    times: list[float] = []
+    raw = build_request("GET", "/healthz", port)
+    http: Http | None = None
+    while not until.is_set():
+        try:
+            http = http or await Http.open(port)
+            start = time.perf_counter()
+            await http.send_raw(raw)
+            times.append(time.perf_counter() - start)
+        except (OSError, asyncio.IncompleteReadError, ConnectionError):
+            http = None
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.01)
+    if http:
+        http.close()
+    return times
+
+
+async def storm(
+    server: Server, token: str, login: str, sessions: list[str], shown: list[str], count: int, asked: int
+) -> Storm:
+    """``count`` pages over ``sessions`` (showing their pending prompts); kill the
+    server, restart it, and while the pages come back the agent replaces the
+    prompt of the first ``asked`` sessions: each of their pages must show it."""
+    cookie = human_cookie(login)
+    pages = [Page(sessions[i % len(sessions)], shown[i % len(sessions)]) for i in range(count)]
+    opening = asyncio.Semaphore(32)  # pages open a few dozen at a time, as they load
+    tasks = [asyncio.create_task(keep_page(server.port, page, cookie, opening)) for page in pages]
+    opened_by = time.perf_counter() + 60 + count / 20
+    while sum(1 for p in pages if p.ws is not None) < count:
+        if time.perf_counter() > opened_by or any(t.done() for t in tasks):
+            raise RuntimeError(f"only {sum(1 for p in pages if p.ws is not None)} of {count} pages opened")
+        await asyncio.sleep(0.05)
+    killed = time.perf_counter()
+    server.kill()
+    await asyncio.to_thread(server.start)
+    ready = time.perf_counter()
+    done = asyncio.Event()
+    trivial = asyncio.create_task(trivial_during(server.port, done))
+    new_ids = await ask_again(server.port, token, sessions[:asked], shown[:asked])
+    deadline = ready + 120
+    while time.perf_counter() < deadline and any(p.back_at is None for p in pages):
+        await asyncio.sleep(0.05)
+    backs = [p.back_at for p in pages if p.back_at is not None]
+    all_back = (max(backs) - killed) if len(backs) == count else float("nan")
+    asked_pages = [p for p in pages if p.session in new_ids]
+    settle = time.perf_counter() + 10
+    while time.perf_counter() < settle and any(not showed(p, new_ids[p.session]) for p in asked_pages):
+        await asyncio.sleep(0.05)
+    done.set()
+    times = await trivial
+    for task in tasks:
+        task.cancel()
+    for page in pages:
+        if page.ws:
+            page.ws.close()
+    with contextlib.suppress(Exception):
+        await asyncio.gather(*tasks, return_exceptions=True)
+    lost = sum(1 for p in asked_pages if not showed(p, new_ids[p.session]))
+    return Storm(count, len(backs), ready - killed, all_back, lost, len(asked_pages), latency(times))
+
+
+def showed(page: Page, prompt_id: str) -> bool:
+    return any(f"panel-form-{prompt_id}" in html for html in page.heard)
+
+
+async def ask_again(port: int, token: str, sessions: list[str], old: list[str]) -> dict[str, str]:
+    """Cancel each session's shown prompt and ask a new one, as soon as the server is back."""
+    http = await Http.open(port)
+    auth = agent_headers(token)
+    ids = {}
+    for session, prompt_id in zip(sessions, old, strict=True):
+        await http.request("POST", f"/api/v1/prompts/{prompt_id}/cancel", auth)
+        headers, body = json_body(create_body(session))
+        created = await http.request("POST", "/api/v1/prompts", {**auth, **headers}, body)
+        assert created.status == 201, created
+        ids[session] = created.json()["id"]
+    http.close()
+    return ids
