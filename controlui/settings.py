@@ -13,6 +13,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from askuser_app.datadir import private_folder, write_private
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -36,16 +38,15 @@ def env_int(name: str, default: int) -> int:
     return int(value) if value else default
 
 
-DATA_DIR = Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var")
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# 0700, its files 0600: it holds the database, the secret key and tokens.
+DATA_DIR = private_folder(Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var"))
 
 
 def local_secret_key() -> str:
     """A random key kept in the data directory, so logins survive restarts."""
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        write_private(path, secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
@@ -172,7 +173,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT.mkdir(mode=0o700, exist_ok=True)
 # Served from the source folders, so the server runs without collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
