@@ -1,8 +1,9 @@
 """Staff review of the question history in Django admin (SPEC 5).
 
-The history is evidence: every staff user can see all of it, and nobody edits
-or deletes it by hand. The only writes here are the product's own, through the
-same service functions the API uses: cancel a pending prompt (waiting agents
+The history is evidence: staff with the view permissions (the "Reviewers"
+group holds them all) can see all of it, and nobody edits or deletes it by
+hand. The only writes here are the product's own, through the same service
+functions the API uses: cancel a pending prompt (waiting agents
 and open pages hear of it), create an agent (its token shown once) and revoke
 one. Cells are rendered from templates, so every agent and user string is
 escaped.
@@ -43,10 +44,6 @@ from .models import Agent, Answer, Option, Prompt, Question, Run, Session, Webho
 PENDING = Prompt.Status.PENDING
 
 
-def is_staff(request: HttpRequest) -> bool:
-    return request.user.is_active and request.user.is_staff
-
-
 def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -61,13 +58,8 @@ def link(url: str, text: Any) -> str:
 
 
 class HistoryAdmin(admin.ModelAdmin):
-    """Every staff user sees everything; nobody adds, edits or deletes a record by hand."""
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_staff(request)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_staff(request)
+    """Django's view permissions decide who reads the history; nobody adds, edits or
+    deletes a record by hand."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -477,9 +469,6 @@ class PromptInline(PromptColumns, admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_staff(request)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

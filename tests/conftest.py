@@ -16,6 +16,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import channel_layers
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from django.contrib.auth.models import Group
 from django.test import Client
 
 from askuser_app import longpoll, realtime, services
@@ -108,6 +109,14 @@ def other_user(db):
 @pytest.fixture
 def staff(db):
     return make_user("sam", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def reviewer(db):
+    """Staff in the Reviewers group (made by a migration): reads the history, changes nothing."""
+    user = make_user("rita", is_staff=True)
+    user.groups.add(Group.objects.get(name="Reviewers"))
+    return user
 
 
 @pytest.fixture
