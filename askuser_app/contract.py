@@ -329,14 +329,17 @@ NO_ANSWER_WORDS = {"expired": "Expired", "cancelled": "Cancelled", "aborted": "C
 
 def no_answer_result(
     prompt_id: str,
-    headers: list[str],
+    questions: list[tuple[str, str]],
     *,
     reason: str,
     resolved_by: str | None,
     surface: str | None,
     resolved_at: datetime,
 ) -> dict[str, Any]:
+    """``questions`` holds (question id, header). The same fields as an answer, so an agent
+    reads ``details`` and ``skipped`` whatever the outcome; only a person skips a question."""
     word = NO_ANSWER_WORDS[reason]
+    skipped = reason == "skipped"
     return {
         "status": "no_answer",
         "id": prompt_id,
@@ -344,7 +347,9 @@ def no_answer_result(
         "resolved_by": resolved_by,
         "surface": surface,
         "resolved_at": iso(resolved_at),
-        "summary": [f"{header}: {word}" for header in headers],
+        "details": {key: {"options": [], "free_text": None, "skipped": skipped} for key, _ in questions},
+        "skipped": [key for key, _ in questions] if skipped else [],
+        "summary": [f"{header}: {word}" for _, header in questions],
     }
 
 

@@ -464,12 +464,12 @@ def _no_answer(
     surface: str,
     overdue: bool = False,
 ) -> Prompt:
-    headers = list(prompt.questions.values_list("header", flat=True))
+    questions = list(prompt.questions.values_list("key", "header"))
     # An expiry happened at the deadline, whenever the loop got to it.
     resolved_at = prompt.expires_at if overdue else timezone.now()
     result = contract.no_answer_result(
         str(prompt.pk),
-        headers,
+        questions,
         reason=reason,
         resolved_by=_username(by),
         surface=surface or None,
