@@ -37,6 +37,7 @@ from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.http import urlencode
 from django.utils.text import smart_split, unescape_string_literal
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from . import history, services
 from .models import Agent, Answer, Option, Prompt, Question, Run, Session, WebhookAttempt, WebhookDelivery
@@ -543,7 +544,7 @@ class AgentAdmin(HistoryAdmin):
     # Never the token hash: a token is shown once, when it is made, and never again.
     fields = ("name", "owner", "token_prefix", "created_at", "last_used_at", "revoked_at", "prompt_count")
     readonly_fields = fields
-    actions = ("revoke",)
+    actions = ("revoke", "rotate")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
         return super().get_queryset(request).annotate(prompts_total=prompt_count("agent"))
@@ -571,6 +572,25 @@ class AgentAdmin(HistoryAdmin):
             already = plural(len(agents) - len(revoked), "agent")
             self.message_user(request, f"{already} already revoked.", messages.WARNING)
 
+    @admin.action(description=gettext_lazy("Rotate token and webhook secret"), permissions=["revoke"])
+    def rotate(self, request: HttpRequest, queryset: QuerySet[Agent]) -> TemplateResponse | None:
+        """New tokens and secrets for the selected agents, shown once; the old tokens stop at once."""
+        agents = list(queryset.select_related("owner"))
+        rotated = [(agent, token) for agent in agents if (token := services.rotate_agent(agent)) is not None]
+        for agent, _ in rotated:
+            self.log_change(request, agent, "Rotated its token and webhook secret.")
+        if len(agents) > len(rotated):
+            skipped = len(agents) - len(rotated)
+            text = ngettext(
+                "%(count)d revoked agent left alone: a revoked token stays revoked.",
+                "%(count)d revoked agents left alone: a revoked token stays revoked.",
+                skipped,
+            )
+            self.message_user(request, text % {"count": skipped}, messages.WARNING)
+        if not rotated:
+            return None
+        return self.credentials(request, gettext("New tokens and webhook secrets"), rotated)
+
     def add_view(
         self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
@@ -581,10 +601,14 @@ class AgentAdmin(HistoryAdmin):
         if form.is_bound and form.is_valid():
             agent, token = services.create_agent(form.cleaned_data["name"], form.cleaned_data["owner"])
             self.log_addition(request, agent, [{"added": {}}])
-            response = self.page(request, "token.html", f"Agent {agent.name} created", agent=agent, token=token)
-            add_never_cache_headers(response)
-            return response
+            return self.credentials(request, f"Agent {agent.name} created", [(agent, token)])
         return self.page(request, "add_form.html", "Add agent", form=form)
+
+    def credentials(self, request: HttpRequest, title: str, made: list[tuple[Agent, str]]) -> TemplateResponse:
+        """The one response that shows new tokens (and their webhook secrets): never cached."""
+        response = self.page(request, "token.html", title, credentials=made)
+        add_never_cache_headers(response)
+        return response
 
     def page(self, request: HttpRequest, template: str, title: str, **context: Any) -> TemplateResponse:
         context = {**self.admin_site.each_context(request), "title": title, "opts": self.opts, **context}

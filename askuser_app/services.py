@@ -30,7 +30,7 @@ from django.utils import timezone
 from . import contract, expiry, realtime, textreply, webhooks
 from .agentauth import hash_token, new_token
 from .inserts import insert_rows
-from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session
+from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session, new_webhook_secret
 
 log = logging.getLogger("askuser")
 
@@ -97,6 +97,19 @@ def create_agent(name: str, owner: AbstractBaseUser) -> tuple[Agent, str]:
 def revoke_agent(agent: Agent) -> bool:
     """Revoke the token; False when it was already revoked."""
     return bool(Agent.objects.filter(pk=agent.pk, revoked_at=None).update(revoked_at=timezone.now()))
+
+
+def rotate_agent(agent: Agent) -> str | None:
+    """A new token and webhook secret for an agent still in use: the old token gets 401
+    at once and deliveries not yet sent are signed with the new secret. Returns the
+    token (shown once; ``agent.webhook_secret`` holds the secret), None when revoked."""
+    token, secret = new_token(), new_webhook_secret()
+    fields = {"token_hash": hash_token(token), "token_prefix": token[:10], "webhook_secret": secret}
+    if not Agent.objects.filter(pk=agent.pk, revoked_at=None).update(**fields):
+        return None
+    for name, value in fields.items():
+        setattr(agent, name, value)
+    return token
 
 
 # --- asking --------------------------------------------------------------------
