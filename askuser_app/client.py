@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import random
 import time
 import uuid
@@ -46,6 +47,8 @@ GRACE = 60.0  # how long past the prompt's deadline a wait keeps retrying
 ABANDON_TIMEOUT = 5.0  # the cancel sent on interruption must not hang the caller
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 TOOL_FIELDS = frozenset({"questions", "timeoutSeconds"})
+
+logger = logging.getLogger("askuser.client")
 
 SIGNATURE_HEADER = "Askuser-Signature"
 SIGNATURE_TOLERANCE = 300  # seconds: a signed webhook older than this is a replay
@@ -164,6 +167,7 @@ def retry_after(reply: Reply, fallback: float) -> float:
 def retrying(call: Call, until: float, prompt_id: str | None = None) -> Steps:
     """Make ``call`` until it gets a non-retryable reply or ``until`` (monotonic) passes."""
     delays = backoff()
+    told = False
     while True:
         reply = yield call
         retryable = isinstance(reply, httpx.TransportError) or reply.status_code in RETRYABLE_STATUSES
@@ -172,7 +176,31 @@ def retrying(call: Call, until: float, prompt_id: str | None = None) -> Steps:
         pause = retry_after(reply, next(delays))
         if time.monotonic() + pause > until:
             raise unavailable(reply, prompt_id)
+        if isinstance(reply, httpx.ConnectError) and not told:
+            # Say where it tried at once: a wrong port otherwise looks like a silent hang.
+            told = True
+            left = until - time.monotonic()
+            logger.warning("%s (is `make run` running?); retrying for %.0f s", could_not_connect(reply), left)
         yield Pause(pause)
+
+
+def could_not_connect(error: httpx.TransportError) -> str:
+    """``could not connect to http://127.0.0.1:8000: connection refused``."""
+    return f"could not connect to {origin_of(error)}: {reason_of(error)}"
+
+
+def origin_of(error: httpx.TransportError) -> str:
+    try:
+        url = error.request.url
+    except RuntimeError:  # an error raised without its request
+        return "the askuser server"
+    return f"{url.scheme}://{url.netloc.decode()}"
+
+
+def reason_of(error: httpx.TransportError) -> str:
+    if isinstance(error, httpx.ConnectError) and "refused" in str(error).lower():
+        return "connection refused"
+    return str(error) or type(error).__name__
 
 
 def once(call: Call) -> Steps:
@@ -193,7 +221,8 @@ def unavailable(reply: Reply, prompt_id: str | None) -> ServerUnavailableError:
         error = error_for(reply)
         return ServerUnavailableError(error.message, prompt_id=prompt_id, status=error.status, body=error.body)
     where = f" while waiting for prompt {prompt_id}" if prompt_id else ""
-    return ServerUnavailableError(f"askuser could not be reached{where}: {reply!r}", prompt_id=prompt_id)
+    message = f"{origin_of(reply)} could not be reached{where}: {reason_of(reply)}"
+    return ServerUnavailableError(message, prompt_id=prompt_id)
 
 
 @dataclass

@@ -57,3 +57,19 @@ def protect_sqlite_files(sender: Any, connection: Any, **kwargs: Any) -> None:
         candidate = Path(name + suffix)
         if candidate.exists():
             tighten(candidate)
+
+
+# --- the server's address, remembered for the commands that talk to it ----------
+
+SERVER_URL_FILE = "server-url"
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def default_server_url(data_dir: Path) -> str:
+    """``$ASKUSER_URL``, else the URL ``setupdemo --url`` (``make run``) remembered, else the default."""
+    if url := os.environ.get("ASKUSER_URL", "").strip():
+        return url
+    try:
+        return (data_dir / SERVER_URL_FILE).read_text().strip() or DEFAULT_URL
+    except FileNotFoundError:
+        return DEFAULT_URL

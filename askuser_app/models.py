@@ -14,6 +14,9 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+# The group of staff who may read the whole question history in the admin (migration 0006 makes it).
+REVIEWERS = "Reviewers"
+
 
 def new_webhook_secret() -> str:
     return "whsec_" + secrets.token_urlsafe(32)

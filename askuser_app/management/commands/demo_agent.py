@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from askuser_app.client import AskUserClient, AskUserError
+from askuser_app.datadir import DEFAULT_URL, default_server_url
 
 PROMPTS = [
     (
@@ -80,7 +81,11 @@ class Command(BaseCommand):
     help = "Ask the demo user a realistic sequence of questions through the Python client; print each result."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--url", default=os.environ.get("ASKUSER_URL", "http://127.0.0.1:8000"))
+        parser.add_argument(
+            "--url",
+            default=default_server_url(settings.DATA_DIR),
+            help=f"The askuser server (default: $ASKUSER_URL, else where 'make run' serves, else {DEFAULT_URL}).",
+        )
         parser.add_argument("--token", default=os.environ.get("ASKUSER_TOKEN"), help="Default: the demo token.")
         parser.add_argument("--session", default="demo")
         parser.add_argument("--timeout", type=int, default=900, help="Seconds each prompt waits (30–3600).")

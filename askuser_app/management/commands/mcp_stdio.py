@@ -12,6 +12,7 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from askuser_app.datadir import DEFAULT_URL, default_server_url
 from askuser_app.mcp_server import DEFAULT_SESSION, serve_stdio
 
 
@@ -23,8 +24,8 @@ class Command(BaseCommand):
         parser.add_argument("--token", default=os.environ.get("ASKUSER_TOKEN"), help="Agent token ($ASKUSER_TOKEN).")
         parser.add_argument(
             "--url",
-            default=os.environ.get("ASKUSER_URL", "http://127.0.0.1:8000"),
-            help="The askuser server ($ASKUSER_URL, default http://127.0.0.1:8000).",
+            default=default_server_url(settings.DATA_DIR),
+            help=f"The askuser server ($ASKUSER_URL, else where 'make run' serves, else {DEFAULT_URL}).",
         )
         parser.add_argument(
             "--session",
