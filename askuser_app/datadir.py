@@ -25,7 +25,7 @@ SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 def private_folder(path: Path) -> Path:
     """Create the folder 0700 (or make it so), with every file directly in it 0600."""
     path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-    path.chmod(FOLDER_MODE)
+    _chmod(path, FOLDER_MODE)
     for entry in path.iterdir():
         # Not through a link: it may point at something that is not ours to change.
         if entry.is_file() and not entry.is_symlink():
@@ -34,9 +34,15 @@ def private_folder(path: Path) -> Path:
 
 
 def tighten(path: Path) -> None:
-    # A -wal or -shm goes away when the last connection closes.
-    with contextlib.suppress(FileNotFoundError):
-        path.chmod(FILE_MODE)
+    _chmod(path, FILE_MODE)
+
+
+def _chmod(path: Path, mode: int) -> None:
+    # A -wal or -shm goes away when the last connection closes; what another
+    # account owns (a tool started as someone else reading the settings) is
+    # theirs to protect.
+    with contextlib.suppress(FileNotFoundError, PermissionError):
+        path.chmod(mode)
 
 
 def write_private(path: Path, text: str) -> None:
