@@ -1,7 +1,7 @@
 """``manage.py demo_agent``: a pretend agent that asks the demo user three prompts in turn.
 
 It uses the Python client exactly as an agent would, and prints each result as
-it arrives; answer in the Control UI (log in as demo/demo).
+it arrives; answer in the Control UI (logged in as demo).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class Command(BaseCommand):
 
     def handle(self, url: str, token: str | None, session: str, timeout: int, **options) -> None:
         token = token or self.demo_token()
-        self.stdout.write(f"Asking in session {session!r} on {url}; answer in the Control UI ({url}/, demo/demo).\n")
+        self.stdout.write(f"Asking in session {session!r} on {url}; answer in the Control UI ({url}/ as demo).\n")
         with AskUserClient(url, token, session=session) as askuser:
             for number, (title, questions) in enumerate(PROMPTS, 1):
                 self.stdout.write(f"[{number}/{len(PROMPTS)}] {title}: waiting for the answer…")
