@@ -1,4 +1,4 @@
-"""``manage.py mcp_stdio --token …``: the ask_user MCP tool on stdin/stdout.
+"""``ASKUSER_TOKEN=… manage.py mcp_stdio``: the ask_user MCP tool on stdin/stdout.
 
 For agent runtimes that launch their tools as processes. It talks to an askuser
 server over HTTP (``--url``), so it needs no database of its own.
@@ -21,7 +21,11 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []  # a tool process starts quietly: stdout is the protocol
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--token", default=os.environ.get("ASKUSER_TOKEN"), help="Agent token ($ASKUSER_TOKEN).")
+        parser.add_argument(
+            "--token",
+            default=os.environ.get("ASKUSER_TOKEN"),
+            help="Agent token; prefer $ASKUSER_TOKEN, since every account sees a command line (ps).",
+        )
         parser.add_argument(
             "--url",
             default=default_server_url(settings.DATA_DIR),
