@@ -260,6 +260,10 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["session", "id"]
+        indexes = [
+            # The message rate limit's query: an agent's messages of the last minute.
+            models.Index(fields=["agent", "created_at"], name="message_agent_created_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.author}: {self.text[:60]}"

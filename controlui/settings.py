@@ -198,6 +198,8 @@ if env_bool("ASKUSER_HTTPS"):
 
 # Prompts an agent may create per minute (0: no limit); 429 with Retry-After beyond.
 ASKUSER_RATE_LIMIT = env_int("ASKUSER_RATE_LIMIT", 120)
+# Chat messages an agent may post per minute (0: no limit); 429 with Retry-After beyond.
+ASKUSER_MESSAGE_RATE_LIMIT = env_int("ASKUSER_MESSAGE_RATE_LIMIT", 120)
 # Any request body larger than this is refused with 413 before it is read.
 ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
 
