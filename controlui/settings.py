@@ -200,6 +200,10 @@ if env_bool("ASKUSER_HTTPS"):
 ASKUSER_RATE_LIMIT = env_int("ASKUSER_RATE_LIMIT", 120)
 # Chat messages an agent may post per minute (0: no limit); 429 with Retry-After beyond.
 ASKUSER_MESSAGE_RATE_LIMIT = env_int("ASKUSER_MESSAGE_RATE_LIMIT", 120)
+# Live-update sockets one user, and one client address, may hold open in one
+# process (0: no cap); beyond, the socket is closed with code 4429.
+ASKUSER_MAX_SOCKETS_PER_USER = env_int("ASKUSER_MAX_SOCKETS_PER_USER", 200)
+ASKUSER_MAX_SOCKETS_PER_ADDRESS = env_int("ASKUSER_MAX_SOCKETS_PER_ADDRESS", 1000)
 # Any request body larger than this is refused with 413 before it is read.
 ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
 
