@@ -29,6 +29,7 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from . import egress
 from .asyncdb import database_call
 from .background import Loop
 from .client import SIGNATURE_HEADER, sign
@@ -130,17 +131,27 @@ def next_due() -> datetime | None:
 
 async def _attempt(claimed: Claimed) -> None:
     started_at, began = timezone.now(), time.monotonic()
-    status, error, excerpt = await send(claimed)
+    outcome = await send(claimed)
     duration_ms = round((time.monotonic() - began) * 1000)
     try:
-        await database_call(record)(claimed, started_at, duration_ms, status, error, excerpt)
+        await database_call(record)(claimed, started_at, duration_ms, outcome)
     except Exception:
         log.exception("Recording webhook attempt %s of delivery %s failed.", claimed.number, claimed.delivery_id)
     loop.wake()  # the loop may be sleeping past this delivery's next attempt
 
 
-async def send(claimed: Claimed) -> tuple[int | None, str, str]:
-    """POST the signed body once: (HTTP status or None, error, start of the response)."""
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt got: the HTTP status (None without an answer), why it failed, the answer's start."""
+
+    status: int | None
+    error: str = ""
+    excerpt: str = ""
+    final: bool = False  # not worth retrying: the address is refused
+
+
+async def send(claimed: Claimed) -> Outcome:
+    """POST the signed body once, to the address checked for this attempt."""
     body = claimed.body.encode()
     headers = {
         "Content-Type": "application/json",
@@ -149,16 +160,25 @@ async def send(claimed: Claimed) -> tuple[int | None, str, str]:
         "Askuser-Delivery": str(claimed.delivery_id),
         "Askuser-Attempt": str(claimed.number),
     }
+    timeout = settings.ASKUSER_WEBHOOK_TIMEOUT
     try:
+        pinned = await asyncio.wait_for(egress.pin(claimed.url), timeout)
+    except egress.Refused as refused:
+        return Outcome(None, str(refused), final=True)
+    except (OSError, TimeoutError) as exc:  # the name did not resolve (in time); it may later
+        return Outcome(None, f"ConnectError: the host name did not resolve ({exc or type(exc).__name__})")
+    headers["Host"] = pinned.host_header
+    try:
+        # No proxy from the environment: the request must go to the address that was checked.
         async with (
-            httpx.AsyncClient(timeout=settings.ASKUSER_WEBHOOK_TIMEOUT, follow_redirects=False) as http,
-            http.stream("POST", claimed.url, content=body, headers=headers) as response,
+            httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False) as http,
+            http.stream("POST", pinned.url, content=body, headers=headers, extensions=pinned.extensions) as response,
         ):
             excerpt = await _excerpt(response)
     except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, ""
+        return Outcome(None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
     error = "" if response.is_success else f"the receiver answered HTTP {response.status_code}"
-    return response.status_code, error, excerpt
+    return Outcome(response.status_code, error, excerpt)
 
 
 async def _excerpt(response: httpx.Response) -> str:
@@ -170,22 +190,20 @@ async def _excerpt(response: httpx.Response) -> str:
     return read[:EXCERPT].decode(errors="replace")
 
 
-def record(
-    claimed: Claimed, started_at: datetime, duration_ms: int, status: int | None, error: str, excerpt: str
-) -> None:
+def record(claimed: Claimed, started_at: datetime, duration_ms: int, outcome: Outcome) -> None:
     """Store the attempt and decide what happens next: done, retry later, or give up."""
     from .models import WebhookAttempt, WebhookDelivery
 
-    now = timezone.now()
+    now, error = timezone.now(), outcome.error
     with transaction.atomic():
         WebhookAttempt.objects.create(
             delivery_id=claimed.delivery_id,
             number=claimed.number,
             started_at=started_at,
             duration_ms=duration_ms,
-            status_code=status,
+            status_code=outcome.status,
             error=error,
-            response_excerpt=excerpt,
+            response_excerpt=outcome.excerpt,
         )
         # Only while this attempt is still the delivery's latest claim.
         mine = WebhookDelivery.objects.filter(
@@ -193,7 +211,7 @@ def record(
         )
         if not error:
             mine.update(status=WebhookDelivery.Status.DELIVERED, finished_at=now)
-        elif claimed.number >= attempts_allowed():
+        elif outcome.final or claimed.number >= attempts_allowed():
             mine.update(status=WebhookDelivery.Status.FAILED, finished_at=now)
             log.warning("Webhook delivery %s failed after %s attempts: %s", claimed.delivery_id, claimed.number, error)
         else:
