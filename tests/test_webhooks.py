@@ -23,11 +23,12 @@ from .test_live import auth
 
 RETRY_BASE = 0.3
 ATTEMPTS = 3
+ATTEMPT_TIMEOUT = 5.0
 WEBHOOK_ENV = {
     "ASKUSER_WEBHOOK_ALLOW_PRIVATE": "1",  # the receivers listen on 127.0.0.1
     "ASKUSER_WEBHOOK_RETRY_BASE": str(RETRY_BASE),
     "ASKUSER_WEBHOOK_ATTEMPTS": str(ATTEMPTS),
-    "ASKUSER_WEBHOOK_TIMEOUT": "5",
+    "ASKUSER_WEBHOOK_TIMEOUT": str(ATTEMPT_TIMEOUT),
 }
 
 
@@ -90,9 +91,9 @@ def finished(prompt_id: str):
     return lambda: (d := delivery_of(prompt_id)) is not None and d.status != WebhookDelivery.Status.PENDING
 
 
-def ask_with_callback(server: DaphneServer, token: str, url: str) -> str:
+def ask_with_callback(server: DaphneServer, token: str, url: str, session: str = "support-42") -> str:
     with AskUserClient(server.url, token) as client:
-        return client.create([QUESTION], session="support-42", callback_url=url)["id"]
+        return client.create([QUESTION], session=session, callback_url=url)["id"]
 
 
 @pytest.mark.live
@@ -191,6 +192,38 @@ def test_a_delivery_recorded_while_the_server_was_down_is_sent_after_the_restart
 
     [(_, body)] = receiver.requests
     assert json.loads(body)["answers"] == {"answers": {"deploy_target": ["Production"]}}
+
+
+def never_answering() -> Receiver:
+    silent = Receiver()
+    silent.release.clear()  # holds every request past any attempt's timeout
+    return silent
+
+
+def cancel_over_http(server: DaphneServer, token: str, prompt_id: str) -> None:
+    assert httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token)).status_code == 200
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_receivers_that_never_answer_do_not_delay_another_owners_webhook(server, token, other_user, settings):
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True
+    silent, fast = never_answering(), Receiver()
+    try:
+        slow_agent, _ = services.create_agent("slow", other_user)
+        for n in range(64):
+            body = contract.parse_create(payload(session=f"slow-{n}", callback_url=silent.url))
+            services.cancel(services.ask(slow_agent, body).prompt, agent=slow_agent)
+        until(lambda: len(silent.requests) >= 2)  # the server is busy with them
+
+        prompt_id = ask_with_callback(server, token, fast.url)
+        cancel_over_http(server, token, prompt_id)
+
+        until(lambda: len(fast.requests) == 1, within=ATTEMPT_TIMEOUT)
+        assert len(silent.requests) < 16  # the silent host holds a few slots, never all
+    finally:
+        silent.close()
+        fast.close()
 
 
 @pytest.mark.django_db
