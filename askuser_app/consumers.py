@@ -4,11 +4,13 @@ pushes the same partials the views render."""
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from . import ui
 from .models import Session
@@ -16,12 +18,41 @@ from .realtime import session_group, user_group
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+# Past a cap; the handshake is accepted first so that the page can read the
+# code (a refused handshake looks like a dropped line, which pages retry).
+CLOSE_TOO_MANY = 4429
+
+Holder = tuple[str, Any]
+
+
+class Holdings:
+    """The sockets open in this process, counted per user and per client address."""
+
+    def __init__(self) -> None:
+        self.open: Counter[Holder] = Counter()
+
+    def take(self, holders: list[tuple[Holder, int]]) -> bool:
+        """One more socket for every holder, unless one already holds its limit (0: none)."""
+        if any(limit and self.open[holder] >= limit for holder, limit in holders):
+            return False
+        self.open.update(holder for holder, _ in holders)
+        return True
+
+    def release(self, holders: list[Holder]) -> None:
+        self.open.subtract(holders)
+        for holder in holders:
+            if self.open[holder] <= 0:
+                del self.open[holder]
+
+
+holdings = Holdings()
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
     """``/ws/sessions/`` follows the sessions list; ``/ws/sessions/<key>/`` one session."""
 
     group: str | None = None
+    held: list[Holder] = []
 
     async def connect(self) -> None:
         user = self.scope["user"]
@@ -31,6 +62,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.session = await self.own_session(user, key) if key is not None else None
         if key is not None and self.session is None:
             return await self.close(code=CLOSE_NOT_FOUND)
+        if not self.hold(user):
+            await self.accept()
+            return await self.close(code=CLOSE_TOO_MANY)
         self.group = session_group(self.session.pk) if self.session else user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -40,7 +74,20 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if state:
             await self.send(text_data=state)
 
+    def hold(self, user: Any) -> bool:
+        """Count this socket against its user's and its address's caps, if both have room."""
+        holders = [(("user", user.pk), settings.ASKUSER_MAX_SOCKETS_PER_USER)]
+        address = (self.scope.get("client") or [None])[0]
+        if address is not None:
+            holders.append((("address", address), settings.ASKUSER_MAX_SOCKETS_PER_ADDRESS))
+        if not holdings.take(holders):
+            return False
+        self.held = [holder for holder, _ in holders]
+        return True
+
     async def disconnect(self, code: int) -> None:
+        holdings.release(self.held)
+        self.held = []
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

@@ -20,6 +20,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
+from . import egress
+
 MAX_QUESTIONS = 3
 HEADER_LENGTH = 12
 DEFAULT_TIMEOUT = 900
@@ -77,6 +79,9 @@ def _callback_url(url: str) -> str:
         raise invalid("must not carry credentials; check the Askuser-Signature header instead")
     if parts.fragment:
         raise invalid("must not have a #fragment")
+    refusal = egress.literal_refusal(parts.hostname)
+    if refusal:
+        raise invalid(refusal)
     return url
 
 
@@ -155,7 +160,10 @@ class CreatePromptIn(AskUserInput):
     run_kind: Literal["main", "subagent"] = Field(default="main", description="Only main runs may ask.")
     callback_url: CallbackUrl | None = Field(
         default=None,
-        description="Where to POST the result when the prompt resolves, signed with the agent's webhook secret.",
+        description=(
+            "Where to POST the result when the prompt resolves, signed with the agent's webhook secret; "
+            "a public address unless the server allows private ones."
+        ),
     )
 
 

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Min
+from django.db.models import Min, QuerySet
 from django.utils import timezone
 
 from . import contract, expiry, realtime, textreply, webhooks
@@ -151,16 +151,20 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
 
 def _check_rate(agent: Agent) -> None:
     """At most ASKUSER_RATE_LIMIT prompts per agent in any minute (a sliding window)."""
-    limit = settings.ASKUSER_RATE_LIMIT
+    _check_window(Prompt.objects.filter(agent=agent), settings.ASKUSER_RATE_LIMIT, "asked {limit} times")
+
+
+def _check_window(made: QuerySet, limit: int, done: str) -> None:
+    """Refuse a ``limit``-th + 1 row of ``made`` within RATE_WINDOW; 0 means no limit."""
     if not limit:
         return
     now = timezone.now()
-    recent = Prompt.objects.filter(agent=agent, created_at__gt=now - RATE_WINDOW).order_by("-created_at")
+    recent = made.filter(created_at__gt=now - RATE_WINDOW).order_by("-created_at")
     oldest_counted = recent.values_list("created_at", flat=True)[limit - 1 : limit].first()
     if oldest_counted is not None:
         retry_after = max(1, math.ceil((oldest_counted + RATE_WINDOW - now).total_seconds()))
         raise RateLimited(
-            f"This agent asked {limit} times in the last minute; try again in {retry_after} s.",
+            f"This agent {done.format(limit=limit)} in the last minute; try again in {retry_after} s.",
             retry_after=retry_after,
         )
 
@@ -566,6 +570,9 @@ def post_agent_message(agent: Agent, key: str, text: Any) -> Message:
     """The agent says something in the session's chat; the session is made on first use."""
     text = _message_text(text)
     with transaction.atomic():
+        # Before the session is made on demand: a refused message leaves nothing behind.
+        posted = Message.objects.filter(agent=agent)
+        _check_window(posted, settings.ASKUSER_MESSAGE_RATE_LIMIT, "posted {limit} messages")
         session, _ = _session_for(agent, key)
         message = Message.objects.create(session=session, author=Message.Author.AGENT, text=text, agent=agent)
         transaction.on_commit(lambda: realtime.message_created(message), robust=True)

@@ -199,6 +199,12 @@ if env_bool("ASKUSER_HTTPS"):
 
 # Prompts an agent may create per minute (0: no limit); 429 with Retry-After beyond.
 ASKUSER_RATE_LIMIT = env_int("ASKUSER_RATE_LIMIT", 120)
+# Chat messages an agent may post per minute (0: no limit); 429 with Retry-After beyond.
+ASKUSER_MESSAGE_RATE_LIMIT = env_int("ASKUSER_MESSAGE_RATE_LIMIT", 120)
+# Live-update sockets one user, and one client address, may hold open in one
+# process (0: no cap); beyond, the socket is closed with code 4429.
+ASKUSER_MAX_SOCKETS_PER_USER = env_int("ASKUSER_MAX_SOCKETS_PER_USER", 200)
+ASKUSER_MAX_SOCKETS_PER_ADDRESS = env_int("ASKUSER_MAX_SOCKETS_PER_ADDRESS", 1000)
 # Any request body larger than this is refused with 413 before it is read.
 ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
 
@@ -210,6 +216,10 @@ LOGOUT_REDIRECT_URL = "login"
 ASKUSER_WEBHOOK_ATTEMPTS = env_int("ASKUSER_WEBHOOK_ATTEMPTS", 10)
 ASKUSER_WEBHOOK_RETRY_BASE = float(env_str("ASKUSER_WEBHOOK_RETRY_BASE") or 5)
 ASKUSER_WEBHOOK_TIMEOUT = float(env_str("ASKUSER_WEBHOOK_TIMEOUT") or 10)
+# Webhooks go to public addresses only, unless allowed: all (for agents running
+# next to the server), or some host names and networks (host1,10.0.0.0/8).
+ASKUSER_WEBHOOK_ALLOW_PRIVATE = env_bool("ASKUSER_WEBHOOK_ALLOW_PRIVATE")
+ASKUSER_WEBHOOK_ALLOW_HOSTS = env_list("ASKUSER_WEBHOOK_ALLOW_HOSTS", "")
 # Seconds between MCP progress notifications while ask_user waits.
 ASKUSER_MCP_PROGRESS_EVERY = float(env_str("ASKUSER_MCP_PROGRESS_EVERY") or 10)
 

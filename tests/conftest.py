@@ -83,6 +83,17 @@ def fresh_channel_layer():
     realtime._hubs.clear()
 
 
+@pytest.fixture
+def socket_caps(settings):
+    """Caps of 2 sockets per user and per address, counting from no open socket."""
+    from askuser_app.consumers import holdings
+
+    holdings.open.clear()  # sockets earlier tests left open count against nobody here
+    settings.ASKUSER_MAX_SOCKETS_PER_USER = settings.ASKUSER_MAX_SOCKETS_PER_ADDRESS = 2
+    yield settings
+    holdings.open.clear()
+
+
 PASSWORD = "correct-horse-battery"
 
 

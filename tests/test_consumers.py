@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from askuser_app import contract, realtime, services, ui
 from askuser_app.asyncdb import database_call
+from askuser_app.consumers import CLOSE_TOO_MANY
 from askuser_app.models import Message, Prompt
 from controlui.asgi import application
 
@@ -75,6 +76,46 @@ async def test_a_socket_from_a_foreign_origin_is_refused(session, owner):
     connected, _ = await socket.connect(timeout=DEADLINE)
 
     assert not connected
+
+
+async def open_from(address: str, user) -> WebsocketCommunicator:
+    socket = await connect("/ws/sessions/", user)
+    socket.scope["client"] = (address, 50000)  # as the server fills it in
+    return socket
+
+
+async def test_a_user_past_the_socket_cap_is_closed_with_4429_until_a_tab_closes(socket_caps, owner, other_user):
+    tabs = [await open_from(f"10.0.0.{n}", owner) for n in range(3)]
+    for tab in tabs[:2]:
+        assert (await tab.connect(timeout=DEADLINE))[0]
+
+    assert (await tabs[2].connect(timeout=DEADLINE))[0]  # accepted, so that the page can read the code…
+    assert await tabs[2].receive_output(timeout=DEADLINE) == {"type": "websocket.close", "code": CLOSE_TOO_MANY}
+    other = await open_from("10.0.0.9", other_user)
+    assert (await other.connect(timeout=DEADLINE))[0]  # another user is not counted against alice
+    await other.receive_from(timeout=DEADLINE)
+    assert await other.receive_nothing()
+
+    await tabs[0].disconnect()
+    again = await open_from("10.0.0.1", owner)
+    assert (await again.connect(timeout=DEADLINE))[0]
+    assert "sessions" in await again.receive_from(timeout=DEADLINE)  # a live socket, not a close
+    for socket in (tabs[1], other, again):
+        await socket.disconnect()
+
+
+async def test_one_address_past_the_socket_cap_is_closed_with_4429(socket_caps, owner, other_user, staff):
+    first, second = await open_from("10.0.0.5", owner), await open_from("10.0.0.5", other_user)
+    assert (await first.connect(timeout=DEADLINE))[0] and (await second.connect(timeout=DEADLINE))[0]
+
+    third = await open_from("10.0.0.5", staff)
+    elsewhere = await open_from("10.0.0.6", staff)
+
+    assert (await third.connect(timeout=DEADLINE))[0]
+    assert await third.receive_output(timeout=DEADLINE) == {"type": "websocket.close", "code": CLOSE_TOO_MANY}
+    assert (await elsewhere.connect(timeout=DEADLINE))[0]
+    for socket in (first, second, elsewhere):
+        await socket.disconnect()
 
 
 async def test_on_connect_a_tab_gets_the_current_panel_and_timeline(agent, owner, session):

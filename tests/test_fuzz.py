@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture(scope="module")
 def server(server_env):
-    daphne = DaphneServer({**server_env, "ASKUSER_RATE_LIMIT": "0"}).start()
+    daphne = DaphneServer({**server_env, "ASKUSER_RATE_LIMIT": "0", "ASKUSER_MESSAGE_RATE_LIMIT": "0"}).start()
     yield daphne
     daphne.stop()
 
