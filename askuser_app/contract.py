@@ -82,9 +82,9 @@ def _callback_url(url: str) -> str:
 
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_single_line)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_multi_line)]
+SESSION_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 Key = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"),
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=SESSION_KEY_PATTERN)
 ]
 CallbackUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_callback_url)]
 QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
@@ -188,7 +188,7 @@ _TYPE_MESSAGES = {
 
 _PATTERN_HINTS = {
     "^[a-z][a-z0-9_]*$": "must be snake_case: a lowercase letter, then lowercase letters, digits or underscores",
-    "^[A-Za-z0-9][A-Za-z0-9._:@-]*$": "must be letters, digits and . _ : @ - (starting with a letter or digit)",
+    SESSION_KEY_PATTERN: "must be letters, digits and . _ : @ - (starting with a letter or digit)",
 }
 
 _COUNT_MESSAGES = {
@@ -268,6 +268,11 @@ def parse_create(data: Any) -> CreatePromptIn:
     if errors:
         raise ContractError(errors)
     return request
+
+
+def is_session_key(value: str) -> bool:
+    """Whether ``value`` is a key a session can have (what Key accepts, once trimmed)."""
+    return len(value) <= 128 and regex.fullmatch(SESSION_KEY_PATTERN, value) is not None
 
 
 def error_body(code: str, detail: str, **extra: Any) -> dict[str, Any]:

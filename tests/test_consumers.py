@@ -158,6 +158,30 @@ async def test_an_item_committed_while_the_page_was_read_is_not_missed(agent, ow
     await socket.disconnect()
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["since=99999999999999999999999999", "since=%C2%B2", "since=-5&shown=%00", "since=1e9", "since=" + "9" * 5000],
+)
+async def test_a_cursor_that_is_no_time_gets_the_whole_state_instead_of_an_error(agent, owner, session, query):
+    prompt = await ask(agent)
+    socket = await connect(f"/ws/sessions/support-42/?{query}", owner)
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    html = await socket.receive_from(timeout=DEADLINE)
+
+    assert connected and f'data-prompt-id="{prompt.pk}"' in html and "Hello" in html
+    await socket.disconnect()
+
+
+@pytest.mark.parametrize("key", ["a%00b", "-starts-with-a-dash", "x" * 129])
+async def test_a_socket_for_a_key_no_session_can_have_is_refused_as_not_found(owner, session, key):
+    socket = await connect(f"/ws/sessions/{key}/", owner)
+
+    connected, code = await socket.connect(timeout=DEADLINE)
+
+    assert (connected, code) == (False, 4404)
+
+
 async def test_a_new_prompt_is_pushed_to_every_open_tab(agent, owner, session):
     tabs = [await opened("/ws/sessions/support-42/", owner) for _ in range(2)]
 

@@ -171,6 +171,9 @@ def test_an_htmx_answer_returns_the_closed_panel_and_the_summary(agent, browser)
     "form,words",
     [
         ({"q-deploy_target": "7"}, "is not one of its options"),
+        ({"q-deploy_target": "²"}, "is not one of its options"),  # str.isdigit() says yes, int() no
+        ({"q-deploy_target": "١"}, "is not one of its options"),  # an Arabic-Indic 1 is not an option number
+        ({"q-deploy_target": "9" * 5000}, "is not one of its options"),
         ({"q-deploy_target": "0", "q-deploy_target-other": "my own"}, "single-select"),
     ],
 )
