@@ -6,6 +6,9 @@ changed; forms post without JavaScript too (then the view redirects back).
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -79,6 +82,15 @@ def post_message(request: HttpRequest, key: str) -> HttpResponse:
     if posted.answered is not None:
         html += ui.render_prompt_change(session, str(posted.answered.pk), request.COOKIES)
     return HttpResponse(html + ui.render_notice("", target="composer-error"))
+
+
+def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:
+    """A login refused by django-axes: too many wrong passwords for this user from this address."""
+    context = {
+        "limit": settings.AXES_FAILURE_LIMIT,
+        "minutes": max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)),
+    }
+    return render(request, "registration/locked_out.html", context, status=429)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
