@@ -11,15 +11,17 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import services, ui
+from . import contract, services, ui
 from .models import Prompt, Session
 
 
 def own_session(request: HttpRequest, key: str) -> Session:
+    if not contract.is_session_key(key):  # PostgreSQL would refuse to even look (a NUL byte)
+        raise Http404
     return get_object_or_404(Session.objects.select_related("agent"), owner=request.user, key=key)
 
 

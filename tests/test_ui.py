@@ -338,3 +338,9 @@ def test_an_unknown_page_is_a_friendly_404(browser):
 
     assert response.status_code == 404
     assert "Back to your sessions" in response.content.decode()
+
+
+@pytest.mark.parametrize("key", ["a%00b", "-dash-first", "x" * 129])
+def test_a_page_for_a_key_no_session_can_have_is_not_found(browser, key):
+    assert browser.get(f"/s/{key}/").status_code == 404
+    assert browser.post(f"/s/{key}/messages", {"text": "hello"}).status_code == 404
