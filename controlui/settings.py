@@ -214,8 +214,9 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = env_int("ASKUSER_LOGIN_FAILURES", 5)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("ASKUSER_LOGIN_COOLOFF_MINUTES", 15))
+# At least 1 each: axes reads a zero cool-off as "locked until an admin resets it".
+AXES_FAILURE_LIMIT = max(1, env_int("ASKUSER_LOGIN_FAILURES", 5))
+AXES_COOLOFF_TIME = timedelta(minutes=max(1, env_int("ASKUSER_LOGIN_COOLOFF_MINUTES", 15)))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "askuser_app.views.locked_out"
