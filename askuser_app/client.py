@@ -30,6 +30,7 @@ import hmac
 import json
 import logging
 import random
+import re
 import time
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -536,6 +537,9 @@ class AsyncAskUserClient:
 # --- webhooks ------------------------------------------------------------------------
 
 
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+
+
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
     """The ``Askuser-Signature`` header value for ``body``: ``t=<unix>,v1=<hex>``."""
     t = int(time.time()) if timestamp is None else timestamp
@@ -544,21 +548,32 @@ def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
 
 
 def verify_signature(
-    secret: str, body: bytes, header: str | None, *, tolerance: float = SIGNATURE_TOLERANCE, now: float | None = None
+    secret: str,
+    body: bytes,
+    header: str | bytes | None,
+    *,
+    tolerance: float = SIGNATURE_TOLERANCE,
+    now: float | None = None,
 ) -> bool:
     """True when ``header`` signs exactly ``body`` with ``secret`` within ``tolerance`` seconds.
 
     Check it on the raw request body, before parsing it; refuse the request when it is False.
     """
-    pairs = [item.strip().partition("=") for item in (header or "").split(",")]
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")  # how HTTP carries header bytes
+    if not isinstance(header, str) or not isinstance(body, bytes):
+        return False
+    pairs = [item.strip().partition("=") for item in header.split(",")]
     timestamps = [value for key, _, value in pairs if key == "t"]
-    if len(timestamps) != 1 or not timestamps[0].isdigit():
+    # ASCII digits only: "²".isdigit() is true, but int() refuses it.
+    if len(timestamps) != 1 or not _TIMESTAMP.fullmatch(timestamps[0]):
         return False
     timestamp = int(timestamps[0])
     if abs((time.time() if now is None else now) - timestamp) > tolerance:
         return False
-    expected = sign(secret, body, timestamp).partition("v1=")[2]
-    return any(hmac.compare_digest(expected, value) for key, _, value in pairs if key == "v1")
+    expected = sign(secret, body, timestamp).partition("v1=")[2].encode()
+    # Compared as bytes: compare_digest refuses str holding anything but ASCII.
+    return any(hmac.compare_digest(expected, value.encode(errors="replace")) for key, _, value in pairs if key == "v1")
 
 
 def webhook_result(body: bytes) -> dict[str, Any]:

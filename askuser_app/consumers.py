@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from . import ui
+from . import contract, ui
 from .models import Session
 from .realtime import session_group, user_group
 
@@ -59,6 +59,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if not user.is_authenticated:
             return await self.close(code=CLOSE_UNAUTHENTICATED)
         key = self.scope["url_route"]["kwargs"].get("key")
+        if key is not None and not contract.is_session_key(key):
+            # No session has such a key; PostgreSQL would refuse to even look (a NUL byte).
+            return await self.close(code=CLOSE_NOT_FOUND)
         self.session = await self.own_session(user, key) if key is not None else None
         if key is not None and self.session is None:
             return await self.close(code=CLOSE_NOT_FOUND)

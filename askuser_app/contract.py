@@ -33,6 +33,15 @@ RECOMMENDED = "(recommended)"
 
 # Invisible characters that make a string look blank without being whitespace.
 _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+# Characters that make text display as something else: bidirectional controls
+# ("Deploy to \u202enoitcudorP" shows as "Deploy to Production") and zero-width
+# ones ("Ye\u200bs" looks like "Yes" but is another answer).
+_JOINERS = "\u200c\u200d"
+_NO_JOINING = regex.compile(
+    r"[\p{Latin}\p{Greek}\p{Cyrillic}\p{Common}\p{Inherited}--\p{Extended_Pictographic}--\p{Emoji_Modifier}--[\ufe0f]]",
+    regex.V1,
+)
+_DECEPTIVE = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c" + _INVISIBLE)
 
 
 def invalid(message: str) -> PydanticCustomError:
@@ -41,14 +50,38 @@ def invalid(message: str) -> PydanticCustomError:
 
 def _checked_text(value: str, *, multiline: bool) -> str:
     allowed = "\n\t" if multiline else ""
+    if not value.strip(_INVISIBLE + " \t\n"):
+        raise invalid("must not be blank")
     for char in value:
         if unicodedata.category(char) == "Cc" and char not in allowed:
             raise invalid(f"must not contain control characters (found U+{ord(char):04X})")
         if unicodedata.category(char) == "Cs":
             raise invalid("must be valid Unicode text (found a lone surrogate)")
-    if not value.strip(_INVISIBLE + " \t\n"):
-        raise invalid("must not be blank")
+    deceptive = _deceptive_char(value)
+    if deceptive:
+        raise invalid(
+            f"must not contain invisible or text-direction characters (found U+{ord(deceptive):04X}):"
+            " they make the text display differently from what it is"
+        )
     return value
+
+
+def _deceptive_char(value: str) -> str | None:
+    """The first character that would make ``value`` display as something else.
+
+    The zero-width joiners are writing, not disguise, after an emoji (a family
+    emoji is joined people) or in scripts that join letters (Devanagari,
+    Arabic, …); between Latin letters they only hide a difference."""
+    for index, char in enumerate(value):
+        if char in _DECEPTIVE and not (char in _JOINERS and _joins(value, index)):
+            return char
+    return None
+
+
+def _joins(value: str, index: int) -> bool:
+    if not 0 < index < len(value) - 1 or value[index + 1].isspace():
+        return False
+    return _NO_JOINING.match(value[index - 1]) is None
 
 
 def _single_line(value: str) -> str:
@@ -87,9 +120,9 @@ def _callback_url(url: str) -> str:
 
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_single_line)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_multi_line)]
+SESSION_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 Key = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"),
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=SESSION_KEY_PATTERN)
 ]
 CallbackUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_callback_url)]
 QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
@@ -196,7 +229,7 @@ _TYPE_MESSAGES = {
 
 _PATTERN_HINTS = {
     "^[a-z][a-z0-9_]*$": "must be snake_case: a lowercase letter, then lowercase letters, digits or underscores",
-    "^[A-Za-z0-9][A-Za-z0-9._:@-]*$": "must be letters, digits and . _ : @ - (starting with a letter or digit)",
+    SESSION_KEY_PATTERN: "must be letters, digits and . _ : @ - (starting with a letter or digit)",
 }
 
 _COUNT_MESSAGES = {
@@ -249,7 +282,7 @@ def describe_errors(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
 def _duplicates(values: list[str], path: str) -> list[dict[str, str]]:
     errors, seen = [], {}
     for index, value in enumerate(values):
-        folded = unicodedata.normalize("NFKC", value).casefold()
+        folded = unicodedata.normalize("NFKC", value).casefold().strip()
         if folded in seen:
             message = f"duplicates {path.format(seen[folded])} ({value!r}); each must be different"
             errors.append({"path": path.format(index), "message": message})
@@ -276,6 +309,11 @@ def parse_create(data: Any) -> CreatePromptIn:
     if errors:
         raise ContractError(errors)
     return request
+
+
+def is_session_key(value: str) -> bool:
+    """Whether ``value`` is a key a session can have (what Key accepts, once trimmed)."""
+    return len(value) <= 128 and regex.fullmatch(SESSION_KEY_PATTERN, value) is not None
 
 
 def error_body(code: str, detail: str, **extra: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ of the same piece of UI cannot drift apart.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,6 +26,9 @@ TIMELINE_LENGTH = 200
 # read (stamped before it, visible after it) is not missed. Items sent twice
 # are replaced in place by the page.
 CATCH_UP_MARGIN = timedelta(seconds=60)
+
+_OPTION_INDEX = re.compile(r"[0-9]{1,2}")
+_CURSOR = re.compile(r"[0-9]{1,15}")
 
 SURFACE_NAMES = {"web": "on the web", "text": "by text reply", "api": "through the API", "admin": "by staff"}
 
@@ -140,7 +144,9 @@ def timeline_cursor() -> str:
 
 def catch_up_since(cursor: str | None) -> datetime | None:
     """From a page's cursor, when a (re)connecting tab may have missed items; None for all."""
-    if not cursor or not cursor.isdigit():
+    # Strict, and never later than now: "²" passes str.isdigit() but not int(), and
+    # a huge number overflows datetime. Anything else gets the whole state.
+    if not cursor or not _CURSOR.fullmatch(cursor) or int(cursor) > int(timezone.now().timestamp() * 1000):
         return None
     return datetime.fromtimestamp(int(cursor) / 1000, tz=timezone.get_current_timezone()) - CATCH_UP_MARGIN
 
@@ -187,12 +193,17 @@ def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
         options = list(question.options.all())
         values = []
         for raw in form.getlist(f"q-{question.key}"):
-            if not raw.isdigit() or int(raw) >= len(options):
-                raise services.InvalidAnswer(f"{question.header}: {raw!r} is not one of its options.")
-            values.append(options[int(raw)].label)
+            values.append(options[_option_index(question, raw, len(options))].label)
         other = form.get(f"q-{question.key}-other", "").strip()
         answers[question.key] = [*values, other] if other else values
     return answers
+
+
+def _option_index(question: Question, raw: str, count: int) -> int:
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if not _OPTION_INDEX.fullmatch(raw) or int(raw) >= count:
+        raise services.InvalidAnswer(f"{question.header}: {raw[:20]!r} is not one of its options.")
+    return int(raw)
 
 
 # --- the sessions list -----------------------------------------------------------------

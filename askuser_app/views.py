@@ -6,17 +6,22 @@ changed; forms post without JavaScript too (then the view redirects back).
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import services, ui
+from . import contract, services, ui
 from .models import Prompt, Session
 
 
 def own_session(request: HttpRequest, key: str) -> Session:
+    if not contract.is_session_key(key):  # PostgreSQL would refuse to even look (a NUL byte)
+        raise Http404
     return get_object_or_404(Session.objects.select_related("agent"), owner=request.user, key=key)
 
 
@@ -79,6 +84,15 @@ def post_message(request: HttpRequest, key: str) -> HttpResponse:
     if posted.answered is not None:
         html += ui.render_prompt_change(session, str(posted.answered.pk), request.COOKIES)
     return HttpResponse(html + ui.render_notice("", target="composer-error"))
+
+
+def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:
+    """A login refused by django-axes: too many wrong passwords for this user from this address."""
+    context = {
+        "limit": settings.AXES_FAILURE_LIMIT,
+        "minutes": max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)),
+    }
+    return render(request, "registration/locked_out.html", context, status=429)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

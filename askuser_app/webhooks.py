@@ -9,7 +9,8 @@ claim also pushes ``next_attempt_at`` past the attempt's timeout, so a process
 that dies mid-attempt leaves the delivery for any other process to retry.
 Every attempt is recorded; failures are retried with exponential backoff up
 to ``WEBHOOK_ATTEMPTS`` times. Delivery is at least once: receivers drop
-repeats by the ``Askuser-Delivery`` header (or the result's ``id``).
+repeats by the result's ``id``, which the signature covers (the
+``Askuser-Delivery`` and ``Askuser-Attempt`` headers are not signed).
 
 Fairness: a process holds at most ``PER_HOST`` attempts in flight to one
 callback host (host:port) and takes due deliveries in turns across hosts, so

@@ -12,14 +12,14 @@ api_asgi_app = get_api_application(django_asgi_app)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from askuser_app import routing  # noqa: E402
+from askuser_app.origins import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": routing.HttpRouter(django_asgi_app, api_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(routing.websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(routing.websocket_urlpatterns))),
         "lifespan": routing.lifespan,
     }
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -67,6 +68,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "ninja",
     "askuser_app",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -80,6 +82,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "askuser_app.middleware.SecurityHeadersMiddleware",
+    # Last, as django-axes asks: it turns a refused login into the locked-out page.
+    "axes.middleware.AxesMiddleware",
 ]
 # The agent API's chain (askuser_app.handler): agents send a token, not
 # cookies, so no sessions, CSRF, login, messages or htmx; the same headers.
@@ -207,6 +211,25 @@ ASKUSER_MAX_SOCKETS_PER_USER = env_int("ASKUSER_MAX_SOCKETS_PER_USER", 200)
 ASKUSER_MAX_SOCKETS_PER_ADDRESS = env_int("ASKUSER_MAX_SOCKETS_PER_ADDRESS", 1000)
 # Any request body larger than this is refused with 413 before it is read.
 ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
+
+# Login throttling (django-axes) on the Control UI's and the admin's login:
+# after ASKUSER_LOGIN_FAILURES wrong passwords for one username from one
+# address, that pair is locked out for ASKUSER_LOGIN_COOLOFF_MINUTES, even with
+# the right password; other users and other addresses are not. A success
+# clears the count. `manage.py axes_reset` lifts every lockout.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# At least 1 each: axes reads a zero cool-off as "locked until an admin resets it".
+AXES_FAILURE_LIMIT = max(1, env_int("ASKUSER_LOGIN_FAILURES", 5))
+AXES_COOLOFF_TIME = timedelta(minutes=max(1, env_int("ASKUSER_LOGIN_COOLOFF_MINUTES", 15)))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "askuser_app.views.locked_out"
+AXES_DISABLE_ACCESS_LOG = True  # successful logins are not history worth a table
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

@@ -233,3 +233,17 @@ def test_a_signature_verifies_only_the_exact_body_with_the_right_secret_in_time(
     assert not verify_signature("whsec_1", body, header, now=1_000_000 + 301)  # a replay
     assert not verify_signature("whsec_1", body, "v1=abc", now=1_000_000)
     assert not verify_signature("whsec_1", body, None)
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["t=²,v1=00", "t=1000000,v1=é", "t=1000000,v1=\ud800", "t=١٠٠٠٠٠٠,v1=00", "t=9" + "9" * 5000 + ",v1=00", "t=,v1="],
+)
+def test_a_malformed_signature_header_is_refused_not_raised(header):
+    assert verify_signature("whsec_1", b"{}", header, now=1_000_000) is False
+
+
+def test_a_signature_header_given_as_bytes_verifies():
+    body = b'{"status":"no_answer","id":"4f1c"}'
+
+    assert verify_signature("whsec_1", body, sign("whsec_1", body, timestamp=1_000_000).encode(), now=1_000_000)

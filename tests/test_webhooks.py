@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,7 +14,7 @@ from django.test import Client
 
 from askuser_app import contract, egress, services, webhooks
 from askuser_app.asyncdb import database_call
-from askuser_app.client import AskUserClient, verify_signature
+from askuser_app.client import AskUserClient, sign, verify_signature
 from askuser_app.models import Prompt, WebhookDelivery, new_webhook_secret
 
 from .conftest import QUESTION, payload
@@ -364,3 +365,45 @@ def test_staff_see_each_delivery_with_its_attempts_in_the_admin(api, staff, owne
 
     assert listing.status_code == 200 and "https://agent.example.com/hook" in listing.content.decode()
     assert page.status_code == 200 and failed in page.content.decode()
+
+
+def readme_receiver():
+    """The README's webhook receiver, as a reader would copy it."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b.split("```")[0] for b in readme.split("```python\n")[1:] if "def receive(" in b)
+    resumed: list[dict] = []
+    namespace = {"resume_run": resumed.append}
+    exec(block, namespace)
+    return namespace["receive"], resumed
+
+
+def test_the_readme_receiver_handles_a_result_once_however_often_it_is_delivered():
+    receive, resumed = readme_receiver()
+    secret = new_webhook_secret()
+    body = json.dumps({"status": "no_answer", "id": "4f1c", "reason": "cancelled"}).encode()
+    signed = sign(secret, body)
+
+    first = receive(secret, body, {"Askuser-Signature": signed, "Askuser-Delivery": "7", "Askuser-Attempt": "1"})
+    retry = receive(secret, body, {"Askuser-Signature": sign(secret, body), "Askuser-Delivery": "7"})
+    replay = receive(secret, body, {"Askuser-Signature": signed, "Askuser-Delivery": "8"})  # the header is not signed
+
+    assert (first, retry, replay) == (200, 200, 200)
+    assert resumed == [json.loads(body)]
+
+
+@pytest.mark.parametrize("signature", ["t=²,v1=00", "t=1,v1=é", "", None])
+def test_the_readme_receiver_refuses_a_forged_header_with_400(signature):
+    receive, resumed = readme_receiver()
+    headers = {} if signature is None else {"Askuser-Signature": signature}
+
+    assert receive(new_webhook_secret(), b'{"id": "4f1c"}', headers) == 400
+    assert resumed == []
+
+
+def test_the_readme_receiver_refuses_an_altered_body():
+    receive, resumed = readme_receiver()
+    secret = new_webhook_secret()
+    signed = sign(secret, b'{"id": "4f1c", "status": "no_answer"}')
+
+    assert receive(secret, b'{"id": "4f1c", "status": "answered"}', {"Askuser-Signature": signed}) == 400
+    assert resumed == []
