@@ -89,6 +89,8 @@ Key = Annotated[
 CallbackUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_callback_url)]
 QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
 Label = Annotated[Line, StringConstraints(max_length=64), AfterValidator(_not_other)]
+MAX_TITLE = 120
+Title = Annotated[Line, StringConstraints(max_length=MAX_TITLE)]
 
 
 class Strict(BaseModel):
@@ -156,6 +158,11 @@ class CreatePromptIn(AskUserInput):
     callback_url: CallbackUrl | None = Field(
         default=None,
         description="Where to POST the result when the prompt resolves, signed with the agent's webhook secret.",
+    )
+    title: Title | None = Field(
+        default=None,
+        description="Who is asking, in words the user recognises (e.g. claude-code · billing-service); "
+        "names the session in the user's list. At most 120 characters.",
     )
 
 
@@ -411,6 +418,7 @@ class AbortedOut(Document):
 
 class MessageIn(Strict):
     text: str = Field(description="The message, at most 4000 characters.")
+    title: Title | None = Field(default=None, description="Who is speaking, as for a prompt's title.")
 
 
 class MessageOut(Document):
