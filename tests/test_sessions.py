@@ -122,24 +122,28 @@ def test_an_old_session_with_a_pending_prompt_stays_in_the_list_first(agent, bro
     ask(agent, session="old-but-waiting", timeoutSeconds=3600)
     idle("old-but-waiting", days=3)
     Prompt.objects.update(expires_at=timezone.now() + timedelta(minutes=30))
+    services.post_agent_message(agent, "old-and-done", "Bye")
+    idle("old-and-done", days=3)
     services.post_agent_message(agent, "chatty", "Hello")
 
     listing = browser.get("/").content.decode()
 
     assert listing.index("old-but-waiting") < listing.index("chatty")
-    assert "older session" not in listing
+    assert "old-and-done" not in listing
 
 
-def test_recent_sessions_are_listed_by_last_activity(agent, browser):
-    for key in ("first", "second", "third"):
+def test_recent_sessions_are_listed_by_last_activity_and_idle_ones_are_left_out(agent, browser):
+    for key in ("first", "second", "third", "idle-one"):
         services.post_agent_message(agent, key, "Hi")
     Message.objects.filter(session__key="second").update(created_at=timezone.now() - timedelta(hours=3))
     Session.objects.update(created_at=timezone.now() - timedelta(hours=4))
+    idle("idle-one", days=1.5)
     services.post_agent_message(agent, "first", "Back again")
 
     listing = browser.get("/").content.decode()
 
     assert listing.index("first") < listing.index("third") < listing.index("second")
+    assert "idle-one" not in listing
 
 
 def test_the_idle_limit_is_a_setting(agent, browser, settings):

@@ -12,7 +12,7 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from askuser_app.client import AskUserClient, AskUserError
+from askuser_app.client import AskUserClient, AskUserError, clean_title
 
 PROMPTS = [
     (
@@ -82,13 +82,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--url", default=os.environ.get("ASKUSER_URL", "http://127.0.0.1:8000"))
         parser.add_argument("--token", default=os.environ.get("ASKUSER_TOKEN"), help="Default: the demo token.")
-        parser.add_argument("--session", default="demo")
+        parser.add_argument("--session", default=None, help="Default: a new session of its own, titled demo_agent.")
         parser.add_argument("--timeout", type=int, default=900, help="Seconds each prompt waits (30–3600).")
 
-    def handle(self, url: str, token: str | None, session: str, timeout: int, **options) -> None:
+    def handle(self, url: str, token: str | None, session: str | None, timeout: int, **options) -> None:
         token = token or self.demo_token()
-        self.stdout.write(f"Asking in session {session!r} on {url}; answer in the Control UI ({url}/, demo/demo).\n")
-        with AskUserClient(url, token, session=session) as askuser:
+        own_title = None if session else clean_title(f"demo_agent · {os.path.basename(os.getcwd())}")
+        with AskUserClient(url, token, session=session, title=own_title) as askuser:
+            key = askuser.session
+            self.stdout.write(
+                f"Asking in session {key!r} on {url}; answer in the Control UI ({url}/s/{key}/, demo/demo).\n"
+            )
             for number, (title, questions) in enumerate(PROMPTS, 1):
                 self.stdout.write(f"[{number}/{len(PROMPTS)}] {title}: waiting for the answer…")
                 try:
