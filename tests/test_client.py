@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import io
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ import time
 import httpx
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.management import call_command
 
 from askuser_app import services
 from askuser_app.client import (
@@ -241,6 +243,22 @@ async def test_the_async_client_also_asks_in_a_session_of_its_own(server, token)
         created = [await one.create([QUESTION]), await two.create([QUESTION])]
 
     assert len({c["session"] for c in created}) == 2
+
+
+def test_demo_agent_asks_in_a_session_of_its_own_titled_demo_agent(server, token, agent):
+    out = io.StringIO()
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        running = pool.submit(call_command, "demo_agent", url=server.url, token=token, timeout=30, stdout=out)
+        pending = Prompt.objects.filter(status="pending").select_related("session")
+        for _ in range(3):  # cancel each of its three prompts as it comes
+            until(pending.exists)
+            prompt = pending.get()
+            httpx.post(f"{server.url}/api/v1/prompts/{prompt.pk}/cancel", headers=auth(token))
+        running.result(timeout=DEADLINE)
+
+    assert re.fullmatch(r"py-[0-9a-f]{12}", prompt.session.key)
+    assert prompt.session.title == f"demo_agent · {os.path.basename(os.getcwd())}"
+    assert f"/s/{prompt.session.key}/" in out.getvalue()
 
 
 def test_a_given_session_keeps_its_title_unless_a_title_is_given(server, token):

@@ -9,9 +9,11 @@ from django.test import Client
 from django.utils import timezone
 
 from askuser_app import contract, services
+from askuser_app.asyncdb import database_call
 from askuser_app.models import Message, Prompt, Session
 
 from .conftest import payload
+from .test_consumers import DEADLINE, connect
 
 pytestmark = pytest.mark.django_db
 
@@ -152,6 +154,26 @@ def test_the_idle_limit_is_a_setting(agent, browser, settings):
     idle("ten-minutes-ago", days=10 / 1440)
 
     assert "ten-minutes-ago" not in browser.get("/").content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path,shows_idle", [("/ws/sessions/", False), ("/ws/sessions/?all=1", True)])
+async def test_a_live_list_keeps_showing_what_it_was_opened_with(agent, owner, path, shows_idle):
+    @database_call
+    def prepare() -> None:
+        services.post_agent_message(agent, "last-week", "Done.")
+        idle("last-week", days=7)
+
+    await prepare()
+    socket = await connect(path, owner)
+    assert (await socket.connect(timeout=DEADLINE))[0]
+    joined = await socket.receive_from(timeout=DEADLINE)
+    await database_call(ask)(agent, session="new-question")
+    pushed = await socket.receive_from(timeout=DEADLINE)
+    await socket.disconnect()
+
+    assert "new-question" in pushed
+    assert ("last-week" in joined, "last-week" in pushed) == (shows_idle, shows_idle)
 
 
 def test_the_admin_lists_and_finds_sessions_by_title(agent, staff):
