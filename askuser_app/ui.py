@@ -244,7 +244,7 @@ def with_last_activity(sessions: QuerySet[Session]) -> QuerySet[Session]:
     latest_message = Message.objects.filter(session=OuterRef("pk")).order_by("-id").values("created_at")[:1]
     latest_prompt = Prompt.objects.filter(session=OuterRef("pk")).order_by("-created_at").values("created_at")[:1]
     # Coalesce: SQLite's GREATEST is NULL when any argument is.
-    latest = (Coalesce(Subquery(latest), "created_at") for latest in (latest_message, latest_prompt))
+    latest = [Coalesce(Subquery(query), "created_at") for query in (latest_message, latest_prompt)]
     return sessions.annotate(last_activity=Greatest("created_at", *latest))
 
 
