@@ -483,11 +483,11 @@ class PromptInline(PromptColumns, admin.TabularInline):
 
 @admin.register(Session)
 class SessionAdmin(HistoryAdmin):
-    list_display = ("key", "owner", "agent", "created_at", "prompt_count")
+    list_display = ("key", "title", "owner", "agent", "created_at", "prompt_count")
     list_filter = (("owner", OwnerFilter), ("agent", AgentFilter), ("created_at", CreatedFilter))
     list_select_related = ("owner", "agent")
-    search_fields = ("key", "owner__username", "agent__name")
-    fields = ("key", "owner", "agent", "created_at", "prompt_count")
+    search_fields = ("key", "title", "owner__username", "agent__name")
+    fields = ("key", "title", "owner", "agent", "created_at", "prompt_count")
     readonly_fields = fields
     inlines = (PromptInline,)
 

@@ -122,7 +122,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         return ui.render_catch_up(self.session, self.cookies, ui.catch_up_since(cursor), shown or "")
 
     def render_sessions(self) -> str:
-        return ui.render_sessions(self.scope["user"], oob=True)
+        # A list opened with ?all=1 keeps showing the idle sessions as it updates.
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        return ui.render_sessions(self.scope["user"], oob=True, everything=query.get("all") == ["1"])
 
     @staticmethod
     async def render(function: Any, *args: Any) -> str:

@@ -127,6 +127,8 @@ Key = Annotated[
 CallbackUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_callback_url)]
 QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
 Label = Annotated[Line, StringConstraints(max_length=64), AfterValidator(_not_other)]
+MAX_TITLE = 120
+Title = Annotated[Line, StringConstraints(max_length=MAX_TITLE)]
 
 
 class Strict(BaseModel):
@@ -197,6 +199,11 @@ class CreatePromptIn(AskUserInput):
             "Where to POST the result when the prompt resolves, signed with the agent's webhook secret; "
             "a public address unless the server allows private ones."
         ),
+    )
+    title: Title | None = Field(
+        default=None,
+        description="Who is asking, in words the user recognises (e.g. claude-code · billing-service); "
+        "names the session in the user's list. At most 120 characters.",
     )
 
 
@@ -462,6 +469,7 @@ class AbortedOut(Document):
 
 class MessageIn(Strict):
     text: str = Field(description="The message, at most 4000 characters.")
+    title: Title | None = Field(default=None, description="Who is speaking, as for a prompt's title.")
 
 
 class MessageOut(Document):

@@ -54,6 +54,8 @@ class Session(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
     key = models.CharField(max_length=128)
+    # Who is asking, in words (e.g. "claude-code 1.2 · billing-service"); the key when blank.
+    title = models.CharField(max_length=120, blank=True)
     agent = models.ForeignKey(
         Agent, on_delete=models.CASCADE, related_name="sessions", help_text="The agent that last used the session."
     )
@@ -65,6 +67,11 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+    @property
+    def name(self) -> str:
+        """What people see the session called: its title, or its key."""
+        return self.title or self.key
 
 
 class Run(models.Model):

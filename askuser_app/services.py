@@ -132,7 +132,7 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
             if earlier is not None:
                 return _replay(earlier, digest)
         _check_rate(agent)
-        session, new_session = _session_for(agent, request.session)
+        session, new_session = _session_for(agent, request.session, request.title)
         run = _run_for(agent, session, request.run_id)
         # A session made by this transaction holds no prompt yet: nothing to
         # expire, nothing the insert could collide with but the key.
@@ -171,8 +171,9 @@ def _check_window(made: QuerySet, limit: int, done: str) -> None:
 
 def request_digest(request: contract.CreatePromptIn) -> str:
     # Without a callback_url the digest stays what it was before webhooks existed.
-    unset = {"callback_url"} if request.callback_url is None else None
-    return hashlib.sha256(request.model_dump_json(exclude=unset).encode()).hexdigest()
+    # Nor without a title: a retry from before titles existed still replays.
+    unset = {name for name in ("callback_url", "title") if getattr(request, name) is None}
+    return hashlib.sha256(request.model_dump_json(exclude=unset or None).encode()).hexdigest()
 
 
 def _replay(earlier: Prompt, digest: str) -> Asked:
@@ -184,18 +185,29 @@ def _replay(earlier: Prompt, digest: str) -> Asked:
     return Asked(earlier, created=False)
 
 
-def _session_for(agent: Agent, key: str) -> tuple[Session, bool]:
-    """The owner's session ``key``, and whether this call made it.
+def _session_for(agent: Agent, key: str, title: str | None = None) -> tuple[Session, bool]:
+    """The owner's session ``key``, and whether this call made it; a ``title``
+    given renames it (the latest word on who is asking wins).
 
     Tried as an insert first (a conflict inserts nothing), so that a new
     session costs one statement, without a lookup or a savepoint."""
-    session = Session(owner_id=agent.owner_id, key=key, agent=agent)
+    session = Session(owner_id=agent.owner_id, key=key, agent=agent, title=title or "")
     if insert_rows([session], ignore_conflicts=True):
         return session, True
     session = Session.objects.get(owner_id=agent.owner_id, key=key)
-    if session.agent_id != agent.pk:
-        Session.objects.filter(pk=session.pk).update(agent=agent)
+    changes = _session_changes(session, agent, title)
+    if changes:
+        Session.objects.filter(pk=session.pk).update(**changes)
     return session, False
+
+
+def _session_changes(session: Session, agent: Agent, title: str | None) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if session.agent_id != agent.pk:
+        changes["agent"] = session.agent = agent
+    if title and session.title != title:
+        changes["title"] = session.title = title
+    return changes
 
 
 def _run_for(agent: Agent, session: Session, run_id: str | None) -> Run:
@@ -566,14 +578,14 @@ def _username(user: AbstractBaseUser | None) -> str | None:
 MAX_MESSAGE = 4000
 
 
-def post_agent_message(agent: Agent, key: str, text: Any) -> Message:
+def post_agent_message(agent: Agent, key: str, text: Any, *, title: str | None = None) -> Message:
     """The agent says something in the session's chat; the session is made on first use."""
     text = _message_text(text)
     with transaction.atomic():
         # Before the session is made on demand: a refused message leaves nothing behind.
         posted = Message.objects.filter(agent=agent)
         _check_window(posted, settings.ASKUSER_MESSAGE_RATE_LIMIT, "posted {limit} messages")
-        session, _ = _session_for(agent, key)
+        session, _ = _session_for(agent, key, title)
         message = Message.objects.create(session=session, author=Message.Author.AGENT, text=text, agent=agent)
         transaction.on_commit(lambda: realtime.message_created(message), robust=True)
     return message

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, Subquery, prefetch_related_objects
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, prefetch_related_objects
+from django.db.models.functions import Coalesce, Greatest
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -224,25 +226,21 @@ class SessionRow:
         return [q.header for q in self.pending.questions.all()] if self.pending else []
 
 
-def session_rows(user: Any) -> list[SessionRow]:
-    """The user's sessions, those with a pending prompt first (soonest deadline first)."""
-    latest_message = Message.objects.filter(session=OuterRef("pk")).order_by("-id").values("created_at")[:1]
-    latest_prompt = Prompt.objects.filter(session=OuterRef("pk")).order_by("-created_at").values("created_at")[:1]
-    sessions = (
-        Session.objects.filter(owner=user)
-        .select_related("agent")
-        .annotate(last_message=Subquery(latest_message), last_prompt=Subquery(latest_prompt))
-    )
+def session_rows(user: Any, *, everything: bool = False) -> list[SessionRow]:
+    """The user's sessions, those with a pending prompt first (soonest deadline
+    first), then the most recently active; unless ``everything``, without those
+    idle for ASKUSER_SESSION_IDLE_HIDE with nothing pending (ended conversations)."""
+    sessions = with_last_activity(Session.objects.filter(owner=user).select_related("agent"))
     pending = {
         p.session_id: p
         for p in Prompt.objects.filter(Q(session__owner=user), status=Prompt.Status.PENDING).prefetch_related(
             "questions"
         )
     }
-    rows = [
-        SessionRow(s, pending.get(s.pk), max(filter(None, (s.created_at, s.last_message, s.last_prompt))))
-        for s in sessions
-    ]
+    if not everything:
+        idle_since = timezone.now() - timedelta(seconds=settings.ASKUSER_SESSION_IDLE_HIDE)
+        sessions = sessions.filter(Q(last_activity__gte=idle_since) | Q(pk__in=list(pending)))
+    rows = [SessionRow(s, pending.get(s.pk), s.last_activity) for s in sessions]
     rows.sort(
         key=lambda r: (
             r.pending is None,
@@ -250,6 +248,22 @@ def session_rows(user: Any) -> list[SessionRow]:
         )
     )
     return rows
+
+
+def with_last_activity(sessions: QuerySet[Session]) -> QuerySet[Session]:
+    """``last_activity``: the session's latest message or prompt, or its creation."""
+    latest_message = Message.objects.filter(session=OuterRef("pk")).order_by("-id").values("created_at")[:1]
+    latest_prompt = Prompt.objects.filter(session=OuterRef("pk")).order_by("-created_at").values("created_at")[:1]
+    # Coalesce: SQLite's GREATEST is NULL when any argument is.
+    latest = [Coalesce(Subquery(query), "created_at") for query in (latest_message, latest_prompt)]
+    return sessions.annotate(last_activity=Greatest("created_at", *latest))
+
+
+def sessions_context(user: Any, *, everything: bool = False) -> dict[str, Any]:
+    """What the sessions list shows, and how many idle sessions it leaves out."""
+    rows = session_rows(user, everything=everything)
+    hidden = 0 if everything else Session.objects.filter(owner=user).count() - len(rows)
+    return {"rows": rows, "hidden": hidden, "everything": everything, "now": timezone.now()}
 
 
 # --- rendering -------------------------------------------------------------------------
@@ -297,10 +311,9 @@ def render_catch_up(session: Session, cookies: dict[str, str], since: datetime |
     return panel + render_appended(items)
 
 
-def render_sessions(user: Any, *, oob: bool = False) -> str:
-    return render_to_string(
-        "askuser/partials/sessions_list.html", {"rows": session_rows(user), "oob": oob, "now": timezone.now()}
-    )
+def render_sessions(user: Any, *, oob: bool = False, everything: bool = False) -> str:
+    context = {**sessions_context(user, everything=everything), "oob": oob}
+    return render_to_string("askuser/partials/sessions_list.html", context)
 
 
 def render_notice(text: str, *, target: str = "notice") -> str:

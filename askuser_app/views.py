@@ -27,7 +27,8 @@ def own_session(request: HttpRequest, key: str) -> Session:
 
 @login_required
 def sessions_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "askuser/sessions.html", {"rows": ui.session_rows(request.user)})
+    everything = request.GET.get("all") == "1"
+    return render(request, "askuser/sessions.html", ui.sessions_context(request.user, everything=everything))
 
 
 @login_required

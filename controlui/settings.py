@@ -245,6 +245,8 @@ ASKUSER_WEBHOOK_ALLOW_PRIVATE = env_bool("ASKUSER_WEBHOOK_ALLOW_PRIVATE")
 ASKUSER_WEBHOOK_ALLOW_HOSTS = env_list("ASKUSER_WEBHOOK_ALLOW_HOSTS", "")
 # Seconds between MCP progress notifications while ask_user waits.
 ASKUSER_MCP_PROGRESS_EVERY = float(env_str("ASKUSER_MCP_PROGRESS_EVERY") or 10)
+# Seconds without activity after which a session with nothing pending leaves the sessions list.
+ASKUSER_SESSION_IDLE_HIDE = env_int("ASKUSER_SESSION_IDLE_HIDE", 24 * 60 * 60)
 
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ASKUSER_MAX_BODY

@@ -12,7 +12,7 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from askuser_app.client import AskUserClient, AskUserError
+from askuser_app.client import AskUserClient, AskUserError, clean_title
 from askuser_app.datadir import DEFAULT_URL, default_server_url
 
 PROMPTS = [
@@ -87,13 +87,17 @@ class Command(BaseCommand):
             help=f"The askuser server (default: $ASKUSER_URL, else where 'make run' serves, else {DEFAULT_URL}).",
         )
         parser.add_argument("--token", default=os.environ.get("ASKUSER_TOKEN"), help="Default: the demo token.")
-        parser.add_argument("--session", default="demo")
+        parser.add_argument("--session", default=None, help="Default: a new session of its own, titled demo_agent.")
         parser.add_argument("--timeout", type=int, default=900, help="Seconds each prompt waits (30–3600).")
 
-    def handle(self, url: str, token: str | None, session: str, timeout: int, **options) -> None:
+    def handle(self, url: str, token: str | None, session: str | None, timeout: int, **options) -> None:
         token = token or self.demo_token()
-        self.stdout.write(f"Asking in session {session!r} on {url}; answer in the Control UI ({url}/ as demo).\n")
-        with AskUserClient(url, token, session=session) as askuser:
+        own_title = None if session else clean_title(f"demo_agent · {os.path.basename(os.getcwd())}")
+        with AskUserClient(url, token, session=session, title=own_title) as askuser:
+            key = askuser.session
+            self.stdout.write(
+                f"Asking in session {key!r} on {url}; answer in the Control UI ({url}/s/{key}/ as demo).\n"
+            )
             for number, (title, questions) in enumerate(PROMPTS, 1):
                 self.stdout.write(f"[{number}/{len(PROMPTS)}] {title}: waiting for the answer…")
                 try:

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from askuser_app.datadir import DEFAULT_URL, default_server_url
-from askuser_app.mcp_server import DEFAULT_SESSION, serve_stdio
+from askuser_app.mcp_server import serve_stdio
 
 
 class Command(BaseCommand):
@@ -33,8 +33,8 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--session",
-            default=os.environ.get("ASKUSER_SESSION", DEFAULT_SESSION),
-            help=f"Session key the questions go to ($ASKUSER_SESSION, default {DEFAULT_SESSION!r}).",
+            default=os.environ.get("ASKUSER_SESSION") or None,
+            help="Session key the questions go to ($ASKUSER_SESSION; default: a new one for this process).",
         )
         parser.add_argument("--run-id", default=None, help="Run id to ask as (default: a new run per call).")
         parser.add_argument("--wait", type=float, default=25, help="Seconds each long-poll holds (at most 55).")
@@ -45,7 +45,7 @@ class Command(BaseCommand):
             help="Seconds between progress notifications while waiting.",
         )
 
-    def handle(self, token: str | None, url: str, session: str, run_id: str | None, **options) -> None:
+    def handle(self, token: str | None, url: str, session: str | None, run_id: str | None, **options) -> None:
         if not token:
             raise CommandError("Give the agent token: --token … or ASKUSER_TOKEN (manage.py createagent prints one).")
         # stdout carries the protocol; everything else goes to stderr.
