@@ -23,7 +23,7 @@ def remove_reviewers(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("askuser_app", "0005_admin_indexes"),
+        ("askuser_app", "0006_limits"),
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),
     ]

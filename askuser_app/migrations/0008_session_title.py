@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("askuser_app", "0005_admin_indexes"),
+        ("askuser_app", "0007_reviewers_group"),
     ]
 
     operations = [
