@@ -7,15 +7,22 @@ import logging
 
 import httpx
 import pytest
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import authenticate as django_authenticate
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import RequestFactory
 
 from askuser_app.client import AskUserClient, ServerUnavailableError
 from askuser_app.management.commands import demo_agent, mcp_stdio
 from askuser_app.models import Agent
 
 from .conftest import make_user
+
+
+def authenticate(*, username: str, password: str):
+    """Log in as the login page would: with a request, which login throttling needs."""
+    return django_authenticate(RequestFactory().post("/login/"), username=username, password=password)
 
 
 @pytest.fixture
