@@ -1,8 +1,9 @@
 """Staff review of the question history in Django admin (SPEC 5).
 
-The history is evidence: every staff user can see all of it, and nobody edits
-or deletes it by hand. The only writes here are the product's own, through the
-same service functions the API uses: cancel a pending prompt (waiting agents
+The history is evidence: staff with the view permissions (the "Reviewers"
+group holds them all) can see all of it, and nobody edits or deletes it by
+hand. The only writes here are the product's own, through the same service
+functions the API uses: cancel a pending prompt (waiting agents
 and open pages hear of it), create an agent (its token shown once) and revoke
 one. Cells are rendered from templates, so every agent and user string is
 escaped.
@@ -36,15 +37,12 @@ from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.http import urlencode
 from django.utils.text import smart_split, unescape_string_literal
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from . import history, services
 from .models import Agent, Answer, Option, Prompt, Question, Run, Session, WebhookAttempt, WebhookDelivery
 
 PENDING = Prompt.Status.PENDING
-
-
-def is_staff(request: HttpRequest) -> bool:
-    return request.user.is_active and request.user.is_staff
 
 
 def plural(count: int, word: str) -> str:
@@ -61,13 +59,8 @@ def link(url: str, text: Any) -> str:
 
 
 class HistoryAdmin(admin.ModelAdmin):
-    """Every staff user sees everything; nobody adds, edits or deletes a record by hand."""
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_staff(request)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_staff(request)
+    """Django's view permissions decide who reads the history; nobody adds, edits or
+    deletes a record by hand."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -487,9 +480,6 @@ class PromptInline(PromptColumns, admin.TabularInline):
     can_delete = False
     show_change_link = True
 
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_staff(request)
-
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -502,11 +492,11 @@ class PromptInline(PromptColumns, admin.TabularInline):
 
 @admin.register(Session)
 class SessionAdmin(HistoryAdmin):
-    list_display = ("key", "owner", "agent", "created_at", "prompt_count")
+    list_display = ("key", "title", "owner", "agent", "created_at", "prompt_count")
     list_filter = (("owner", OwnerFilter), ("agent", AgentFilter), ("created_at", CreatedFilter))
     list_select_related = ("owner", "agent")
-    search_fields = ("key", "owner__username", "agent__name")
-    fields = ("key", "owner", "agent", "created_at", "prompt_count")
+    search_fields = ("key", "title", "owner__username", "agent__name")
+    fields = ("key", "title", "owner", "agent", "created_at", "prompt_count")
     readonly_fields = fields
     inlines = (PromptInline,)
 
@@ -563,7 +553,7 @@ class AgentAdmin(HistoryAdmin):
     # Never the token hash: a token is shown once, when it is made, and never again.
     fields = ("name", "owner", "token_prefix", "created_at", "last_used_at", "revoked_at", "prompt_count")
     readonly_fields = fields
-    actions = ("revoke",)
+    actions = ("revoke", "rotate")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
         return super().get_queryset(request).annotate(prompts_total=prompt_count("agent"))
@@ -591,6 +581,25 @@ class AgentAdmin(HistoryAdmin):
             already = plural(len(agents) - len(revoked), "agent")
             self.message_user(request, f"{already} already revoked.", messages.WARNING)
 
+    @admin.action(description=gettext_lazy("Rotate token and webhook secret"), permissions=["revoke"])
+    def rotate(self, request: HttpRequest, queryset: QuerySet[Agent]) -> TemplateResponse | None:
+        """New tokens and secrets for the selected agents, shown once; the old tokens stop at once."""
+        agents = list(queryset.select_related("owner"))
+        rotated = [(agent, token) for agent in agents if (token := services.rotate_agent(agent)) is not None]
+        for agent, _ in rotated:
+            self.log_change(request, agent, "Rotated its token and webhook secret.")
+        if len(agents) > len(rotated):
+            skipped = len(agents) - len(rotated)
+            text = ngettext(
+                "%(count)d revoked agent left alone: a revoked token stays revoked.",
+                "%(count)d revoked agents left alone: a revoked token stays revoked.",
+                skipped,
+            )
+            self.message_user(request, text % {"count": skipped}, messages.WARNING)
+        if not rotated:
+            return None
+        return self.credentials(request, gettext("New tokens and webhook secrets"), rotated)
+
     def add_view(
         self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
@@ -601,10 +610,14 @@ class AgentAdmin(HistoryAdmin):
         if form.is_bound and form.is_valid():
             agent, token = services.create_agent(form.cleaned_data["name"], form.cleaned_data["owner"])
             self.log_addition(request, agent, [{"added": {}}])
-            response = self.page(request, "token.html", f"Agent {agent.name} created", agent=agent, token=token)
-            add_never_cache_headers(response)
-            return response
+            return self.credentials(request, f"Agent {agent.name} created", [(agent, token)])
         return self.page(request, "add_form.html", "Add agent", form=form)
+
+    def credentials(self, request: HttpRequest, title: str, made: list[tuple[Agent, str]]) -> TemplateResponse:
+        """The one response that shows new tokens (and their webhook secrets): never cached."""
+        response = self.page(request, "token.html", title, credentials=made)
+        add_never_cache_headers(response)
+        return response
 
     def page(self, request: HttpRequest, template: str, title: str, **context: Any) -> TemplateResponse:
         context = {**self.admin_site.each_context(request), "title": title, "opts": self.opts, **context}

@@ -144,9 +144,8 @@ def create_prompt(request: HttpRequest) -> JsonResponse:
 )
 def post_message(request: HttpRequest, key: str = Path(..., pattern=KEY_PATTERN, max_length=128)) -> JsonResponse:
     """Say something in the session's chat; the session is created on first use."""
-    message = services.post_agent_message(
-        request.auth, key, contract.validated(contract.MessageIn, read_json(request)).text
-    )
+    said = contract.validated(contract.MessageIn, read_json(request))
+    message = services.post_agent_message(request.auth, key, said.text, title=said.title)
     return JsonResponse(contract.message_json(message), status=201, json_dumps_params={"ensure_ascii": False})
 
 

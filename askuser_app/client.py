@@ -28,8 +28,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
+import os
 import random
+import re
+import sys
 import time
+import unicodedata
 import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +51,9 @@ GRACE = 60.0  # how long past the prompt's deadline a wait keeps retrying
 ABANDON_TIMEOUT = 5.0  # the cancel sent on interruption must not hang the caller
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 TOOL_FIELDS = frozenset({"questions", "timeoutSeconds"})
+
+logger = logging.getLogger("askuser.client")
+MAX_TITLE = 120
 
 SIGNATURE_HEADER = "Askuser-Signature"
 SIGNATURE_TOLERANCE = 300  # seconds: a signed webhook older than this is a replay
@@ -123,6 +131,30 @@ def error_for(response: httpx.Response) -> AskUserError:
     return kind(f"{response.status_code}: {detail}", status=response.status_code, code=body.get("error"), body=body)
 
 
+# --- sessions: who asks, and in which conversation ------------------------------------
+
+
+def new_session_key(prefix: str) -> str:
+    """A session key of its own for one conversation (``py-1a2b3c4d5e6f``), valid wherever keys are."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def clean_title(text: str) -> str | None:
+    """``text`` as a title the server accepts: one line of visible text, at most 120 characters.
+
+    Titles are built from names other programs report (a program's name, an
+    MCP client's), so anything the server would refuse is dropped here rather
+    than failing the question."""
+    visible = "".join(char for char in text if not unicodedata.category(char).startswith("C"))
+    return " ".join(visible.split())[:MAX_TITLE].rstrip() or None
+
+
+def program_title() -> str | None:
+    """``<program> · <folder>``: the running program's name and the folder it was started in."""
+    program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] not in ("", "-c", "-m") else "python"
+    return clean_title(" · ".join(part for part in (program, os.path.basename(os.getcwd())) if part))
+
+
 # --- the steps both clients run ------------------------------------------------------
 
 
@@ -164,6 +196,7 @@ def retry_after(reply: Reply, fallback: float) -> float:
 def retrying(call: Call, until: float, prompt_id: str | None = None) -> Steps:
     """Make ``call`` until it gets a non-retryable reply or ``until`` (monotonic) passes."""
     delays = backoff()
+    told = False
     while True:
         reply = yield call
         retryable = isinstance(reply, httpx.TransportError) or reply.status_code in RETRYABLE_STATUSES
@@ -172,7 +205,31 @@ def retrying(call: Call, until: float, prompt_id: str | None = None) -> Steps:
         pause = retry_after(reply, next(delays))
         if time.monotonic() + pause > until:
             raise unavailable(reply, prompt_id)
+        if isinstance(reply, httpx.ConnectError) and not told:
+            # Say where it tried at once: a wrong port otherwise looks like a silent hang.
+            told = True
+            left = until - time.monotonic()
+            logger.warning("%s (is `make run` running?); retrying for %.0f s", could_not_connect(reply), left)
         yield Pause(pause)
+
+
+def could_not_connect(error: httpx.TransportError) -> str:
+    """``could not connect to http://127.0.0.1:8000: connection refused``."""
+    return f"could not connect to {origin_of(error)}: {reason_of(error)}"
+
+
+def origin_of(error: httpx.TransportError) -> str:
+    try:
+        url = error.request.url
+    except RuntimeError:  # an error raised without its request
+        return "the askuser server"
+    return f"{url.scheme}://{url.netloc.decode()}"
+
+
+def reason_of(error: httpx.TransportError) -> str:
+    if isinstance(error, httpx.ConnectError) and "refused" in str(error).lower():
+        return "connection refused"
+    return str(error) or type(error).__name__
 
 
 def once(call: Call) -> Steps:
@@ -193,7 +250,8 @@ def unavailable(reply: Reply, prompt_id: str | None) -> ServerUnavailableError:
         error = error_for(reply)
         return ServerUnavailableError(error.message, prompt_id=prompt_id, status=error.status, body=error.body)
     where = f" while waiting for prompt {prompt_id}" if prompt_id else ""
-    return ServerUnavailableError(f"askuser could not be reached{where}: {reply!r}", prompt_id=prompt_id)
+    message = f"{origin_of(reply)} could not be reached{where}: {reason_of(reply)}"
+    return ServerUnavailableError(message, prompt_id=prompt_id)
 
 
 @dataclass
@@ -239,13 +297,17 @@ class Operations:
         token: str,
         *,
         session: str | None = None,
+        title: str | None = None,
         wait: float = DEFAULT_WAIT,
         retry_for: float = RETRY_FOR,
         grace: float = GRACE,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
-        self.session = session
+        # Without a session given, each client is a conversation of its own,
+        # so two programs on one token never share (and block) one session.
+        self.session = session or new_session_key("py")
+        self.title = title if title is not None or session else program_title()
         self.wait_seconds = min(max(wait, 1), MAX_WAIT)
         self.retry_for = retry_for
         self.grace = grace
@@ -259,16 +321,19 @@ class Operations:
         questions: Questions,
         *,
         session: str | None = None,
+        title: str | None = None,
         run_id: str | None = None,
         run_kind: str = "main",
         timeout_seconds: int | None = None,
         callback_url: str | None = None,
     ) -> Asking:
-        session = session or self.session
-        if not session:
-            raise ValueError("Say which session asks: ask(..., session='support-42') or AskUserClient(session=...).")
+        if session is None:  # the client's own session goes with its own title
+            session, title = self.session, title or self.title
         fields = {"run_id": run_id, "timeout_seconds": timeout_seconds, "callback_url": callback_url}
-        return Asking(build_body(questions, session=session, run_kind=run_kind, **fields))
+        body = build_body(questions, session=session, run_kind=run_kind, **fields)
+        if title:
+            body["title"] = title
+        return Asking(body)
 
     def ask_steps(self, asking: Asking) -> Steps:
         started = time.monotonic()
@@ -346,17 +411,26 @@ def _request(http: httpx.Client | httpx.AsyncClient, call: Call) -> httpx.Reques
 class AskUserClient:
     """Blocking client.
 
-    ``session`` is the default session key for ``ask``; ``wait`` the seconds per
+    ``session`` is the default session key for ``ask``: without it the client
+    asks in a fresh session of its own (``py-<12 hex>``), titled
+    ``<program> · <folder>`` unless ``title`` says who is asking; ``wait`` the seconds per
     long-poll (≤ 55); ``retry_for`` how long an unreachable server is retried
     before a create gives up; ``grace`` how long past a prompt's deadline a wait
     keeps retrying. Other keyword arguments go to ``httpx.Client`` (transport,
     verify, proxy, event_hooks, …).
     """
 
-    def __init__(self, base_url: str, token: str, *, session: str | None = None, **options: Any) -> None:
+    def __init__(
+        self, base_url: str, token: str, *, session: str | None = None, title: str | None = None, **options: Any
+    ) -> None:
         tuning = {k: options.pop(k) for k in ("wait", "retry_for", "grace") if k in options}
-        self.ops = Operations(base_url, token, session=session, **tuning)
+        self.ops = Operations(base_url, token, session=session, title=title, **tuning)
         self.http = httpx.Client(**self.ops.http_options(options))
+
+    @property
+    def session(self) -> str:
+        """The session key ``ask`` uses when none is given: the one passed in, or the client's own."""
+        return self.ops.session
 
     def __enter__(self) -> AskUserClient:
         return self
@@ -372,13 +446,14 @@ class AskUserClient:
         questions: Questions,
         *,
         session: str | None = None,
+        title: str | None = None,
         run_id: str | None = None,
         run_kind: str = "main",
         timeout_seconds: int | None = None,
     ) -> dict[str, Any]:
         """Ask 1–3 questions and block until the result (``timeout_seconds`` defaults to 900)."""
         asking = self.ops.asking(
-            questions, session=session, run_id=run_id, run_kind=run_kind, timeout_seconds=timeout_seconds
+            questions, session=session, title=title, run_id=run_id, run_kind=run_kind, timeout_seconds=timeout_seconds
         )
         try:
             return self.run(self.ops.ask_steps(asking))
@@ -432,10 +507,16 @@ class AskUserClient:
 class AsyncAskUserClient:
     """``AskUserClient`` for asyncio (or trio) code: every call is awaited; options go to ``httpx.AsyncClient``."""
 
-    def __init__(self, base_url: str, token: str, *, session: str | None = None, **options: Any) -> None:
+    def __init__(
+        self, base_url: str, token: str, *, session: str | None = None, title: str | None = None, **options: Any
+    ) -> None:
         tuning = {k: options.pop(k) for k in ("wait", "retry_for", "grace") if k in options}
-        self.ops = Operations(base_url, token, session=session, **tuning)
+        self.ops = Operations(base_url, token, session=session, title=title, **tuning)
         self.http = httpx.AsyncClient(**self.ops.http_options(options))
+
+    @property
+    def session(self) -> str:
+        return self.ops.session
 
     async def __aenter__(self) -> AsyncAskUserClient:
         return self
@@ -451,13 +532,14 @@ class AsyncAskUserClient:
         questions: Questions,
         *,
         session: str | None = None,
+        title: str | None = None,
         run_id: str | None = None,
         run_kind: str = "main",
         timeout_seconds: int | None = None,
     ) -> dict[str, Any]:
         """Ask 1–3 questions and wait for the result; cancelling the task cancels the prompt."""
         asking = self.ops.asking(
-            questions, session=session, run_id=run_id, run_kind=run_kind, timeout_seconds=timeout_seconds
+            questions, session=session, title=title, run_id=run_id, run_kind=run_kind, timeout_seconds=timeout_seconds
         )
         try:
             return await self.run(self.ops.ask_steps(asking))
@@ -507,6 +589,9 @@ class AsyncAskUserClient:
 # --- webhooks ------------------------------------------------------------------------
 
 
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+
+
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
     """The ``Askuser-Signature`` header value for ``body``: ``t=<unix>,v1=<hex>``."""
     t = int(time.time()) if timestamp is None else timestamp
@@ -515,21 +600,32 @@ def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
 
 
 def verify_signature(
-    secret: str, body: bytes, header: str | None, *, tolerance: float = SIGNATURE_TOLERANCE, now: float | None = None
+    secret: str,
+    body: bytes,
+    header: str | bytes | None,
+    *,
+    tolerance: float = SIGNATURE_TOLERANCE,
+    now: float | None = None,
 ) -> bool:
     """True when ``header`` signs exactly ``body`` with ``secret`` within ``tolerance`` seconds.
 
     Check it on the raw request body, before parsing it; refuse the request when it is False.
     """
-    pairs = [item.strip().partition("=") for item in (header or "").split(",")]
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")  # how HTTP carries header bytes
+    if not isinstance(header, str) or not isinstance(body, bytes):
+        return False
+    pairs = [item.strip().partition("=") for item in header.split(",")]
     timestamps = [value for key, _, value in pairs if key == "t"]
-    if len(timestamps) != 1 or not timestamps[0].isdigit():
+    # ASCII digits only: "²".isdigit() is true, but int() refuses it.
+    if len(timestamps) != 1 or not _TIMESTAMP.fullmatch(timestamps[0]):
         return False
     timestamp = int(timestamps[0])
     if abs((time.time() if now is None else now) - timestamp) > tolerance:
         return False
-    expected = sign(secret, body, timestamp).partition("v1=")[2]
-    return any(hmac.compare_digest(expected, value) for key, _, value in pairs if key == "v1")
+    expected = sign(secret, body, timestamp).partition("v1=")[2].encode()
+    # Compared as bytes: compare_digest refuses str holding anything but ASCII.
+    return any(hmac.compare_digest(expected, value.encode(errors="replace")) for key, _, value in pairs if key == "v1")
 
 
 def webhook_result(body: bytes) -> dict[str, Any]:

@@ -4,27 +4,61 @@ pushes the same partials the views render."""
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
-from . import socketauth, ui
+from . import contract, socketauth, ui
 from .asyncdb import database_call
 from .realtime import session_group, user_group
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+# Past a cap; the handshake is accepted first so that the page can read the
+# code (a refused handshake looks like a dropped line, which pages retry).
+CLOSE_TOO_MANY = 4429
+
+Holder = tuple[str, Any]
+
+
+class Holdings:
+    """The sockets open in this process, counted per user and per client address."""
+
+    def __init__(self) -> None:
+        self.open: Counter[Holder] = Counter()
+
+    def take(self, holders: list[tuple[Holder, int]]) -> bool:
+        """One more socket for every holder, unless one already holds its limit (0: none)."""
+        if any(limit and self.open[holder] >= limit for holder, limit in holders):
+            return False
+        self.open.update(holder for holder, _ in holders)
+        return True
+
+    def release(self, holders: list[Holder]) -> None:
+        self.open.subtract(holders)
+        for holder in holders:
+            if self.open[holder] <= 0:
+                del self.open[holder]
+
+
+holdings = Holdings()
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
     """``/ws/sessions/`` follows the sessions list; ``/ws/sessions/<key>/`` one session."""
 
     group: str | None = None
+    held: list[Holder] = []
 
     async def connect(self) -> None:
         key = self.scope["url_route"]["kwargs"].get("key")
+        if key is not None and not contract.is_session_key(key):
+            # No session has such a key; PostgreSQL would refuse to even look (a NUL byte).
+            return await self.close(code=CLOSE_NOT_FOUND)
         # One database call for the login, the user and the session followed.
         opened = await database_call(socketauth.open_socket)(self.cookies, key)
         if opened.user is None:
@@ -34,6 +68,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.session = opened.session
         if key is not None and self.session is None:
             return await self.close(code=CLOSE_NOT_FOUND)
+        if not self.hold(user):
+            await self.accept()
+            return await self.close(code=CLOSE_TOO_MANY)
         self.group = session_group(self.session.pk) if self.session else user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -43,7 +80,20 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if state:
             await self.send(text_data=state)
 
+    def hold(self, user: Any) -> bool:
+        """Count this socket against its user's and its address's caps, if both have room."""
+        holders = [(("user", user.pk), settings.ASKUSER_MAX_SOCKETS_PER_USER)]
+        address = (self.scope.get("client") or [None])[0]
+        if address is not None:
+            holders.append((("address", address), settings.ASKUSER_MAX_SOCKETS_PER_ADDRESS))
+        if not holdings.take(holders):
+            return False
+        self.held = [holder for holder, _ in holders]
+        return True
+
     async def disconnect(self, code: int) -> None:
+        holdings.release(self.held)
+        self.held = []
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -71,11 +121,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         cursor, shown = (query.get(name, [None])[0] for name in ("since", "shown"))
         if self.session is None:
-            return ui.render_sessions_since(self.scope["user"], ui.catch_up_since(cursor))
+            everything = query.get("all") == ["1"]
+            return ui.render_sessions_since(self.scope["user"], ui.catch_up_since(cursor), everything=everything)
         return ui.render_catch_up(self.session, self.cookies, ui.catch_up_since(cursor), shown or "")
 
     def render_sessions(self) -> str:
-        return ui.render_sessions(self.scope["user"], oob=True)
+        # A list opened with ?all=1 keeps showing the idle sessions as it updates.
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        return ui.render_sessions(self.scope["user"], oob=True, everything=query.get("all") == ["1"])
 
     @staticmethod
     async def render(function: Any, *args: Any) -> str:

@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
-from . import wording
+from . import egress, wording
 from .chars import control_character, fold
 
 MAX_QUESTIONS = 3
@@ -34,6 +34,15 @@ RECOMMENDED = "(recommended)"
 
 # Invisible characters that make a string look blank without being whitespace.
 _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+# Characters that make text display as something else: bidirectional controls
+# ("Deploy to \u202enoitcudorP" shows as "Deploy to Production") and zero-width
+# ones ("Ye\u200bs" looks like "Yes" but is another answer).
+_JOINERS = "\u200c\u200d"
+_NO_JOINING = regex.compile(
+    r"[\p{Latin}\p{Greek}\p{Cyrillic}\p{Common}\p{Inherited}--\p{Extended_Pictographic}--\p{Emoji_Modifier}--[\ufe0f]]",
+    regex.V1,
+)
+_DECEPTIVE = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c" + _INVISIBLE)
 
 
 def invalid(message: str) -> PydanticCustomError:
@@ -48,7 +57,31 @@ def _checked_text(value: str, *, multiline: bool) -> str:
         raise invalid(f"must not contain control characters (found U+{ord(char):04X})")
     if not value.strip(_INVISIBLE + " \t\n"):
         raise invalid("must not be blank")
+    deceptive = _deceptive_char(value)
+    if deceptive:
+        raise invalid(
+            f"must not contain invisible or text-direction characters (found U+{ord(deceptive):04X}):"
+            " they make the text display differently from what it is"
+        )
     return value
+
+
+def _deceptive_char(value: str) -> str | None:
+    """The first character that would make ``value`` display as something else.
+
+    The zero-width joiners are writing, not disguise, after an emoji (a family
+    emoji is joined people) or in scripts that join letters (Devanagari,
+    Arabic, …); between Latin letters they only hide a difference."""
+    for index, char in enumerate(value):
+        if char in _DECEPTIVE and not (char in _JOINERS and _joins(value, index)):
+            return char
+    return None
+
+
+def _joins(value: str, index: int) -> bool:
+    if not 0 < index < len(value) - 1 or value[index + 1].isspace():
+        return False
+    return _NO_JOINING.match(value[index - 1]) is None
 
 
 def _single_line(value: str) -> str:
@@ -79,18 +112,23 @@ def _callback_url(url: str) -> str:
         raise invalid("must not carry credentials; check the Askuser-Signature header instead")
     if parts.fragment:
         raise invalid("must not have a #fragment")
+    refusal = egress.literal_refusal(parts.hostname)
+    if refusal:
+        raise invalid(refusal)
     return url
 
 
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_single_line)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_multi_line)]
+SESSION_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 Key = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"),
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128, pattern=SESSION_KEY_PATTERN)
 ]
 CallbackUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_callback_url)]
 QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
 Label = Annotated[Line, StringConstraints(max_length=64), AfterValidator(_not_other)]
+MAX_TITLE = 120
+Title = Annotated[Line, StringConstraints(max_length=MAX_TITLE)]
 
 
 class Strict(BaseModel):
@@ -157,7 +195,15 @@ class CreatePromptIn(AskUserInput):
     run_kind: Literal["main", "subagent"] = Field(default="main", description="Only main runs may ask.")
     callback_url: CallbackUrl | None = Field(
         default=None,
-        description="Where to POST the result when the prompt resolves, signed with the agent's webhook secret.",
+        description=(
+            "Where to POST the result when the prompt resolves, signed with the agent's webhook secret; "
+            "a public address unless the server allows private ones."
+        ),
+    )
+    title: Title | None = Field(
+        default=None,
+        description="Who is asking, in words the user recognises (e.g. claude-code · billing-service); "
+        "names the session in the user's list. At most 120 characters.",
     )
 
 
@@ -190,7 +236,7 @@ _TYPE_MESSAGES = {
 
 _PATTERN_HINTS = {
     "^[a-z][a-z0-9_]*$": "must be snake_case: a lowercase letter, then lowercase letters, digits or underscores",
-    "^[A-Za-z0-9][A-Za-z0-9._:@-]*$": "must be letters, digits and . _ : @ - (starting with a letter or digit)",
+    SESSION_KEY_PATTERN: "must be letters, digits and . _ : @ - (starting with a letter or digit)",
 }
 
 _COUNT_MESSAGES = {
@@ -272,6 +318,11 @@ def parse_create(data: Any) -> CreatePromptIn:
     return request
 
 
+def is_session_key(value: str) -> bool:
+    """Whether ``value`` is a key a session can have (what Key accepts, once trimmed)."""
+    return len(value) <= 128 and regex.fullmatch(SESSION_KEY_PATTERN, value) is not None
+
+
 def error_body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
     """Every API error: a machine code and a sentence saying what is wrong."""
     return {"error": code, "detail": detail, **extra}
@@ -328,14 +379,17 @@ def summary_value(values: list[str], free_text: str, skipped: bool) -> str:
 
 def no_answer_result(
     prompt_id: str,
-    headers: list[str],
+    questions: list[tuple[str, str]],
     *,
     reason: str,
     resolved_by: str | None,
     surface: str | None,
     resolved_at: datetime,
 ) -> dict[str, Any]:
+    """``questions`` holds (question id, header). The same fields as an answer, so an agent
+    reads ``details`` and ``skipped`` whatever the outcome; only a person skips a question."""
     word = wording.word(reason, wording.for_agent)
+    skipped = reason == "skipped"
     return {
         "status": "no_answer",
         "id": prompt_id,
@@ -343,7 +397,9 @@ def no_answer_result(
         "resolved_by": resolved_by,
         "surface": surface,
         "resolved_at": iso(resolved_at),
-        "summary": [f"{header}: {word}" for header in headers],
+        "details": {key: {"options": [], "free_text": None, "skipped": skipped} for key, _ in questions},
+        "skipped": [key for key, _ in questions] if skipped else [],
+        "summary": [f"{header}: {word}" for _, header in questions],
     }
 
 
@@ -410,6 +466,7 @@ class AbortedOut(Document):
 
 class MessageIn(Strict):
     text: str = Field(description="The message, at most 4000 characters.")
+    title: Title | None = Field(default=None, description="Who is speaking, as for a prompt's title.")
 
 
 class MessageOut(Document):

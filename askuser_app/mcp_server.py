@@ -14,6 +14,12 @@ differs between the transports:
 
 Cancelling the tool call cancels the prompt: the client does that whenever its
 ``ask`` is cancelled.
+
+Each agent conversation asks in a session of its own unless one is named
+(``--session``, ``?session=``): a stdio process keeps one for its life, an
+HTTP MCP session one per ``Mcp-Session-Id``, and a call of the 2026 protocol,
+which carries no MCP session, is a conversation by itself. Such a session is
+titled from what the MCP client says it is, so the person sees who asks.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import itertools
 import json
 import logging
+import os
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -44,21 +52,30 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from . import agentauth, contract, edge
 from .asyncdb import database_call
-from .client import DEFAULT_WAIT, TOOL_FIELDS, AskUserError, AsyncAskUserClient, ValidationError
+from .client import (
+    DEFAULT_WAIT,
+    TOOL_FIELDS,
+    AskUserError,
+    AsyncAskUserClient,
+    ValidationError,
+    clean_title,
+    new_session_key,
+)
 
 log = logging.getLogger("askuser")
 
-DEFAULT_SESSION = "mcp"
+SESSION_PREFIX = "mcp"
 MCP_PATHS = ("/mcp", "/mcp/")
 
 
 @dataclass(frozen=True)
 class Asker:
-    """Who asks, and in which session, for one tool call."""
+    """Who asks, and in which session, for one tool call; ``title`` names a session made for it."""
 
     client: AsyncAskUserClient
     session: str
     run_id: str | None = None
+    title: str | None = None
 
 
 AskerFor = Callable[[ServerRequestContext[Any, Any]], AbstractAsyncContextManager[Asker]]
@@ -86,7 +103,7 @@ def build_server(asker_for: AskerFor, *, progress_every: float | None = None) ->
         if unknown:
             return failure(f"{unknown[0]}: is not a known field; ask_user takes only questions and timeoutSeconds.")
         async with asker_for(ctx) as asker:
-            asking = asker.client.ask(arguments, session=asker.session, run_id=asker.run_id)
+            asking = asker.client.ask(arguments, session=asker.session, run_id=asker.run_id, title=asker.title)
             try:
                 result = await with_progress(ctx, asking, every)
             except AskUserError as exc:
@@ -123,6 +140,14 @@ def failure(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
+def client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The MCP client's name and version, as it gave them (``initialize``, or each 2026 request)."""
+    params = ctx.session.client_params
+    if params is None:
+        return None
+    return clean_title(f"{params.client_info.name} {params.client_info.version}")
+
+
 def describe(exc: AskUserError) -> str:
     if isinstance(exc, ValidationError) and exc.errors:
         lines = "\n".join(f"- {error['path']}: {error['message']}" for error in exc.errors)
@@ -137,15 +162,24 @@ async def serve_stdio(
     url: str,
     token: str,
     *,
-    session: str,
+    session: str | None = None,
     run_id: str | None = None,
     wait: float = DEFAULT_WAIT,
     progress_every: float | None = None,
 ) -> None:
-    """Serve the tool on stdin/stdout, asking through the askuser server at ``url``."""
+    """Serve the tool on stdin/stdout, asking through the askuser server at ``url``.
+
+    Without ``session``, the process is one conversation: one new session for its life,
+    titled ``<client> <version> · <folder it was started in>``."""
+    folder = os.path.basename(os.getcwd())
+    key = session or new_session_key(SESSION_PREFIX)
     async with AsyncAskUserClient(url, token, wait=wait) as client:
-        asker = Asker(client, session, run_id)
-        server = build_server(lambda ctx: contextlib.nullcontext(asker), progress_every=progress_every)
+
+        def asker_for(ctx: ServerRequestContext[Any, Any]) -> contextlib.nullcontext[Asker]:
+            title = None if session else clean_title(f"{client_name(ctx) or 'MCP'} · {folder}")
+            return contextlib.nullcontext(Asker(client, key, run_id, title))
+
+        server = build_server(asker_for, progress_every=progress_every)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
@@ -194,7 +228,9 @@ class HttpEndpoint:
         transport = httpx.ASGITransport(app=self.api_app, client=client)
         async with AsyncAskUserClient(base_url, token, transport=transport) as client:
             query = request.query_params
-            yield Asker(client, query.get("session") or DEFAULT_SESSION, query.get("run_id") or None)
+            given = query.get("session")
+            session = given or http_session_key(request.headers.get("mcp-session-id"))
+            yield Asker(client, session, query.get("run_id") or None, None if given else client_name(ctx))
 
     async def manager(self) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()
@@ -203,6 +239,14 @@ class HttpEndpoint:
             running = self.managers[loop] = Running.start(self.server)
         await running.ready.wait()
         return running.manager
+
+
+def http_session_key(mcp_session_id: str | None) -> str:
+    """The askuser session of an MCP session: named by a digest of its id, which
+    stays out of pages and the admin; a call without one is a conversation by itself."""
+    if not mcp_session_id:
+        return new_session_key(SESSION_PREFIX)
+    return f"{SESSION_PREFIX}-{hashlib.sha256(mcp_session_id.encode()).hexdigest()[:12]}"
 
 
 @dataclass

@@ -16,6 +16,9 @@ from django.utils import timezone
 
 from . import wording
 
+# The group of staff who may read the whole question history in the admin (migration 0006 makes it).
+REVIEWERS = "Reviewers"
+
 
 def new_webhook_secret() -> str:
     return "whsec_" + secrets.token_urlsafe(32)
@@ -53,6 +56,8 @@ class Session(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
     key = models.CharField(max_length=128)
+    # Who is asking, in words (e.g. "claude-code 1.2 · billing-service"); the key when blank.
+    title = models.CharField(max_length=120, blank=True)
     agent = models.ForeignKey(
         Agent, on_delete=models.CASCADE, related_name="sessions", help_text="The agent that last used the session."
     )
@@ -64,6 +69,11 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+    @property
+    def name(self) -> str:
+        """What people see the session called: its title, or its key."""
+        return self.title or self.key
 
 
 class Run(models.Model):
@@ -262,6 +272,10 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["session", "id"]
+        indexes = [
+            # The message rate limit's query: an agent's messages of the last minute.
+            models.Index(fields=["agent", "created_at"], name="message_agent_created_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.author}: {self.text[:60]}"
@@ -277,6 +291,8 @@ class WebhookDelivery(models.Model):
 
     prompt = models.OneToOneField(Prompt, on_delete=models.CASCADE, related_name="webhook")
     url = models.URLField(max_length=2048)
+    # The url's host:port, the unit of fair sharing and of backing off.
+    host = models.CharField(max_length=300, blank=True, editable=False)
     # The exact bytes every attempt sends (and signs).
     body = models.TextField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
@@ -292,10 +308,27 @@ class WebhookDelivery(models.Model):
         indexes = [
             # The delivery loop's query: the next due pending delivery.
             models.Index(fields=["next_attempt_at"], condition=Q(status="pending"), name="webhook_due_idx"),
+            # A host's pending deliveries, pushed back together when it times out.
+            models.Index(
+                fields=["host", "next_attempt_at"], condition=Q(status="pending"), name="webhook_host_due_idx"
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.url} · {self.status}"
+
+
+class WebhookHost(models.Model):
+    """A callback host that keeps timing out, and until when its deliveries wait.
+
+    Stored, so that every server process backs off from the same host."""
+
+    host = models.CharField(max_length=300, unique=True)
+    timeouts = models.PositiveIntegerField(default=0, help_text="Attempts in a row that got no answer in time.")
+    paused_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.host
 
 
 class WebhookAttempt(models.Model):

@@ -23,14 +23,14 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Min
+from django.db.models import Min, QuerySet
 from django.utils import timezone
 
 from . import contract, realtime, signals, textreply, webhooks, wording
 from .agentauth import hash_token, new_token
 from .chars import control_character, fold
 from .inserts import insert_rows
-from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session
+from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session, new_webhook_secret
 
 log = logging.getLogger("askuser")
 
@@ -104,6 +104,19 @@ def revoke_agent(agent: Agent) -> bool:
     return bool(Agent.objects.filter(pk=agent.pk, revoked_at=None).update(revoked_at=timezone.now()))
 
 
+def rotate_agent(agent: Agent) -> str | None:
+    """A new token and webhook secret for an agent still in use: the old token gets 401
+    at once and deliveries not yet sent are signed with the new secret. Returns the
+    token (shown once; ``agent.webhook_secret`` holds the secret), None when revoked."""
+    token, secret = new_token(), new_webhook_secret()
+    fields = {"token_hash": hash_token(token), "token_prefix": token[:10], "webhook_secret": secret}
+    if not Agent.objects.filter(pk=agent.pk, revoked_at=None).update(**fields):
+        return None
+    for name, value in fields.items():
+        setattr(agent, name, value)
+    return token
+
+
 # --- asking --------------------------------------------------------------------
 
 
@@ -124,7 +137,7 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
             if earlier is not None:
                 return _replay(earlier, digest)
         _check_rate(agent)
-        session, new_session = _session_for(agent, request.session)
+        session, new_session = _session_for(agent, request.session, request.title)
         run = _run_for(agent, session, request.run_id)
         # A session made by this transaction holds no prompt yet: nothing to
         # expire, nothing the insert could collide with but the key.
@@ -143,24 +156,29 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
 
 def _check_rate(agent: Agent) -> None:
     """At most ASKUSER_RATE_LIMIT prompts per agent in any minute (a sliding window)."""
-    limit = settings.ASKUSER_RATE_LIMIT
+    _check_window(Prompt.objects.filter(agent=agent), settings.ASKUSER_RATE_LIMIT, "asked {limit} times")
+
+
+def _check_window(made: QuerySet, limit: int, done: str) -> None:
+    """Refuse a ``limit``-th + 1 row of ``made`` within RATE_WINDOW; 0 means no limit."""
     if not limit:
         return
     now = timezone.now()
-    recent = Prompt.objects.filter(agent=agent, created_at__gt=now - RATE_WINDOW).order_by("-created_at")
+    recent = made.filter(created_at__gt=now - RATE_WINDOW).order_by("-created_at")
     oldest_counted = recent.values_list("created_at", flat=True)[limit - 1 : limit].first()
     if oldest_counted is not None:
         retry_after = max(1, math.ceil((oldest_counted + RATE_WINDOW - now).total_seconds()))
         raise RateLimited(
-            f"This agent asked {limit} times in the last minute; try again in {retry_after} s.",
+            f"This agent {done.format(limit=limit)} in the last minute; try again in {retry_after} s.",
             retry_after=retry_after,
         )
 
 
 def request_digest(request: contract.CreatePromptIn) -> str:
     # Without a callback_url the digest stays what it was before webhooks existed.
-    unset = {"callback_url"} if request.callback_url is None else None
-    return hashlib.sha256(request.model_dump_json(exclude=unset).encode()).hexdigest()
+    # Nor without a title: a retry from before titles existed still replays.
+    unset = {name for name in ("callback_url", "title") if getattr(request, name) is None}
+    return hashlib.sha256(request.model_dump_json(exclude=unset or None).encode()).hexdigest()
 
 
 def _replay(earlier: Prompt, digest: str) -> Asked:
@@ -172,18 +190,29 @@ def _replay(earlier: Prompt, digest: str) -> Asked:
     return Asked(earlier, created=False)
 
 
-def _session_for(agent: Agent, key: str) -> tuple[Session, bool]:
-    """The owner's session ``key``, and whether this call made it.
+def _session_for(agent: Agent, key: str, title: str | None = None) -> tuple[Session, bool]:
+    """The owner's session ``key``, and whether this call made it; a ``title``
+    given renames it (the latest word on who is asking wins).
 
     Tried as an insert first (a conflict inserts nothing), so that a new
     session costs one statement, without a lookup or a savepoint."""
-    session = Session(owner_id=agent.owner_id, key=key, agent=agent)
+    session = Session(owner_id=agent.owner_id, key=key, agent=agent, title=title or "")
     if insert_rows([session], ignore_conflicts=True):
         return session, True
     session = Session.objects.get(owner_id=agent.owner_id, key=key)
-    if session.agent_id != agent.pk:
-        Session.objects.filter(pk=session.pk).update(agent=agent)
+    changes = _session_changes(session, agent, title)
+    if changes:
+        Session.objects.filter(pk=session.pk).update(**changes)
     return session, False
+
+
+def _session_changes(session: Session, agent: Agent, title: str | None) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if session.agent_id != agent.pk:
+        changes["agent"] = session.agent = agent
+    if title and session.title != title:
+        changes["title"] = session.title = title
+    return changes
 
 
 def _run_for(agent: Agent, session: Session, run_id: str | None) -> Run:
@@ -465,12 +494,12 @@ def _no_answer(
     surface: str,
     overdue: bool = False,
 ) -> Prompt:
-    headers = list(prompt.questions.values_list("header", flat=True))
+    questions = list(prompt.questions.values_list("key", "header"))
     # An expiry happened at the deadline, whenever the loop got to it.
     resolved_at = prompt.expires_at if overdue else timezone.now()
     result = contract.no_answer_result(
         str(prompt.pk),
-        headers,
+        questions,
         reason=reason,
         resolved_by=_username(by),
         surface=surface or None,
@@ -569,11 +598,14 @@ def _username(user: AbstractBaseUser | None) -> str | None:
 MAX_MESSAGE = 4000
 
 
-def post_agent_message(agent: Agent, key: str, text: Any) -> Message:
+def post_agent_message(agent: Agent, key: str, text: Any, *, title: str | None = None) -> Message:
     """The agent says something in the session's chat; the session is made on first use."""
     text = _message_text(text)
     with transaction.atomic():
-        session, _ = _session_for(agent, key)
+        # Before the session is made on demand: a refused message leaves nothing behind.
+        posted = Message.objects.filter(agent=agent)
+        _check_window(posted, settings.ASKUSER_MESSAGE_RATE_LIMIT, "posted {limit} messages")
+        session, _ = _session_for(agent, key, title)
         message = Message.objects.create(session=session, author=Message.Author.AGENT, text=text, agent=agent)
         transaction.on_commit(lambda: realtime.message_created(message), robust=True)
     return message

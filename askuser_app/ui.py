@@ -7,12 +7,15 @@ of the same piece of UI cannot drift apart.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef, Q, Subquery, prefetch_related_objects
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, prefetch_related_objects
+from django.db.models.functions import Coalesce, Greatest
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -26,6 +29,9 @@ TIMELINE_LENGTH = 200
 # read (stamped before it, visible after it) is not missed. Items sent twice
 # are replaced in place by the page.
 CATCH_UP_MARGIN = timedelta(seconds=60)
+
+_OPTION_INDEX = re.compile(r"[0-9]{1,2}")
+_CURSOR = re.compile(r"[0-9]{1,15}")
 
 
 # --- the timeline ------------------------------------------------------------------
@@ -135,7 +141,9 @@ def timeline_cursor() -> str:
 
 def catch_up_since(cursor: str | None) -> datetime | None:
     """From a page's cursor, when a (re)connecting tab may have missed items; None for all."""
-    if not cursor or not cursor.isdigit():
+    # Strict, and never later than now: "²" passes str.isdigit() but not int(), and
+    # a huge number overflows datetime. Anything else gets the whole state.
+    if not cursor or not _CURSOR.fullmatch(cursor) or int(cursor) > int(timezone.now().timestamp() * 1000):
         return None
     return datetime.fromtimestamp(int(cursor) / 1000, tz=timezone.get_current_timezone()) - CATCH_UP_MARGIN
 
@@ -182,12 +190,17 @@ def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
         options = list(question.options.all())
         values = []
         for raw in form.getlist(f"q-{question.key}"):
-            if not raw.isdigit() or int(raw) >= len(options):
-                raise services.InvalidAnswer(f"{question.header}: {raw!r} is not one of its options.")
-            values.append(options[int(raw)].label)
+            values.append(options[_option_index(question, raw, len(options))].label)
         other = form.get(f"q-{question.key}-other", "").strip()
         answers[question.key] = [*values, other] if other else values
     return answers
+
+
+def _option_index(question: Question, raw: str, count: int) -> int:
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if not _OPTION_INDEX.fullmatch(raw) or int(raw) >= count:
+        raise services.InvalidAnswer(f"{question.header}: {raw[:20]!r} is not one of its options.")
+    return int(raw)
 
 
 # --- the sessions list -----------------------------------------------------------------
@@ -208,25 +221,21 @@ class SessionRow:
         return [q.header for q in self.pending.questions.all()] if self.pending else []
 
 
-def session_rows(user: Any) -> list[SessionRow]:
-    """The user's sessions, those with a pending prompt first (soonest deadline first)."""
-    latest_message = Message.objects.filter(session=OuterRef("pk")).order_by("-id").values("created_at")[:1]
-    latest_prompt = Prompt.objects.filter(session=OuterRef("pk")).order_by("-created_at").values("created_at")[:1]
-    sessions = (
-        Session.objects.filter(owner=user)
-        .select_related("agent")
-        .annotate(last_message=Subquery(latest_message), last_prompt=Subquery(latest_prompt))
-    )
+def session_rows(user: Any, *, everything: bool = False) -> list[SessionRow]:
+    """The user's sessions, those with a pending prompt first (soonest deadline
+    first), then the most recently active; unless ``everything``, without those
+    idle for ASKUSER_SESSION_IDLE_HIDE with nothing pending (ended conversations)."""
+    sessions = with_last_activity(Session.objects.filter(owner=user).select_related("agent"))
     pending = {
         p.session_id: p
         for p in Prompt.objects.filter(Q(session__owner=user), status=Prompt.Status.PENDING).prefetch_related(
             "questions"
         )
     }
-    rows = [
-        SessionRow(s, pending.get(s.pk), max(filter(None, (s.created_at, s.last_message, s.last_prompt))))
-        for s in sessions
-    ]
+    if not everything:
+        idle_since = timezone.now() - timedelta(seconds=settings.ASKUSER_SESSION_IDLE_HIDE)
+        sessions = sessions.filter(Q(last_activity__gte=idle_since) | Q(pk__in=list(pending)))
+    rows = [SessionRow(s, pending.get(s.pk), s.last_activity) for s in sessions]
     rows.sort(
         key=lambda r: (
             r.pending is None,
@@ -234,6 +243,22 @@ def session_rows(user: Any) -> list[SessionRow]:
         )
     )
     return rows
+
+
+def with_last_activity(sessions: QuerySet[Session]) -> QuerySet[Session]:
+    """``last_activity``: the session's latest message or prompt, or its creation."""
+    latest_message = Message.objects.filter(session=OuterRef("pk")).order_by("-id").values("created_at")[:1]
+    latest_prompt = Prompt.objects.filter(session=OuterRef("pk")).order_by("-created_at").values("created_at")[:1]
+    # Coalesce: SQLite's GREATEST is NULL when any argument is.
+    latest = [Coalesce(Subquery(query), "created_at") for query in (latest_message, latest_prompt)]
+    return sessions.annotate(last_activity=Greatest("created_at", *latest))
+
+
+def sessions_context(user: Any, *, everything: bool = False) -> dict[str, Any]:
+    """What the sessions list shows, and how many idle sessions it leaves out."""
+    rows = session_rows(user, everything=everything)
+    hidden = 0 if everything else Session.objects.filter(owner=user).count() - len(rows)
+    return {"rows": rows, "hidden": hidden, "everything": everything, "now": timezone.now()}
 
 
 # --- rendering -------------------------------------------------------------------------
@@ -292,15 +317,16 @@ def sessions_changed(user: Any, since: datetime) -> bool:
     return get_user_model().objects.filter(changed, pk=user.pk).exists()
 
 
-def render_sessions_since(user: Any, since: datetime | None) -> str:
+def render_sessions_since(user: Any, since: datetime | None, *, everything: bool = False) -> str:
     """The sessions list for a (re)connecting tab: nothing when its page is up to date."""
-    return render_sessions(user, oob=True) if since is None or sessions_changed(user, since) else ""
+    if since is not None and not sessions_changed(user, since):
+        return ""
+    return render_sessions(user, oob=True, everything=everything)
 
 
-def render_sessions(user: Any, *, oob: bool = False) -> str:
-    return render_to_string(
-        "askuser/partials/sessions_list.html", {"rows": session_rows(user), "oob": oob, "now": timezone.now()}
-    )
+def render_sessions(user: Any, *, oob: bool = False, everything: bool = False) -> str:
+    context = {**sessions_context(user, everything=everything), "oob": oob}
+    return render_to_string("askuser/partials/sessions_list.html", context)
 
 
 def render_notice(text: str, *, target: str = "notice") -> str:

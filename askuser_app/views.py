@@ -6,24 +6,31 @@ changed; forms post without JavaScript too (then the view redirects back).
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from . import services, ui
+from . import contract, services, ui
 from .models import Prompt, Session
 
 
 def own_session(request: HttpRequest, key: str) -> Session:
+    if not contract.is_session_key(key):  # PostgreSQL would refuse to even look (a NUL byte)
+        raise Http404
     return get_object_or_404(Session.objects.select_related("agent"), owner=request.user, key=key)
 
 
 @login_required
 def sessions_list(request: HttpRequest) -> HttpResponse:
+    everything = request.GET.get("all") == "1"
     cursor = ui.timeline_cursor()  # before reading: the socket sends the list again only if it changed
-    return render(request, "askuser/sessions.html", {"rows": ui.session_rows(request.user), "cursor": cursor})
+    context = {**ui.sessions_context(request.user, everything=everything), "cursor": cursor}
+    return render(request, "askuser/sessions.html", context)
 
 
 @login_required
@@ -81,6 +88,15 @@ def post_message(request: HttpRequest, key: str) -> HttpResponse:
     if posted.answered is not None:
         html += ui.render_prompt_change(session, str(posted.answered.pk), request.COOKIES)
     return HttpResponse(html + ui.render_notice("", target="composer-error"))
+
+
+def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:
+    """A login refused by django-axes: too many wrong passwords for this user from this address."""
+    context = {
+        "limit": settings.AXES_FAILURE_LIMIT,
+        "minutes": max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)),
+    }
+    return render(request, "registration/locked_out.html", context, status=429)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -34,9 +34,9 @@ def free_port() -> int:
 
 
 def base_env(data_dir: Path) -> dict[str, str]:
-    """SQLite and the in-memory layer, no rate limit and no caps on parked waits (the
-    capacity run parks 10,000 waits of one agent from one address), the same
-    secret in every process."""
+    """SQLite and the in-memory layer, no rate limits and no caps on parked waits or
+    sockets (the capacity run parks 10,000 waits of one agent from one address,
+    and one login holds all 10,000 sockets), the same secret in every process."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DEBUG")}
     data_dir.mkdir(parents=True, exist_ok=True)
     env.update(
@@ -45,6 +45,10 @@ def base_env(data_dir: Path) -> dict[str, str]:
         ASKUSER_MAX_WAITS_PER_AGENT="0",
         ASKUSER_MAX_WAITS_PER_USER="0",
         ASKUSER_MAX_WAITS_PER_ADDRESS="0",
+        ASKUSER_MESSAGE_RATE_LIMIT="0",
+        # One login and one address hold all 10,000 sockets of the capacity run.
+        ASKUSER_MAX_SOCKETS_PER_USER="0",
+        ASKUSER_MAX_SOCKETS_PER_ADDRESS="0",
         DJANGO_SETTINGS_MODULE="controlui.settings",
         SECRET_KEY=_SECRET,
         LOG_LEVEL="WARNING",

@@ -11,17 +11,17 @@ django_asgi_app = get_asgi_application()
 api_asgi_app = get_api_application(django_asgi_app)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from channels.sessions import CookieMiddleware  # noqa: E402
 
 from askuser_app import edge, routing  # noqa: E402
+from askuser_app.origins import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": edge.FrontDoor(URLRouter(routing.http_urlpatterns(django_asgi_app, api_asgi_app))),
         # Cookies only: the consumer reads the login with the session it follows,
         # in one database call (askuser_app/socketauth.py).
-        "websocket": AllowedHostsOriginValidator(CookieMiddleware(URLRouter(routing.websocket_urlpatterns))),
+        "websocket": SameOriginValidator(CookieMiddleware(URLRouter(routing.websocket_urlpatterns))),
         "lifespan": edge.lifespan,
     }
 )

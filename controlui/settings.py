@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+
+from askuser_app.datadir import private_folder, write_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -36,16 +39,15 @@ def env_int(name: str, default: int) -> int:
     return int(value) if value else default
 
 
-DATA_DIR = Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var")
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# 0700, its files 0600: it holds the database, the secret key and tokens.
+DATA_DIR = private_folder(Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var"))
 
 
 def local_secret_key() -> str:
     """A random key kept in the data directory, so logins survive restarts."""
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        write_private(path, secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
@@ -66,6 +68,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "ninja",
     "askuser_app",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -79,6 +82,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "askuser_app.middleware.SecurityHeadersMiddleware",
+    # Last, as django-axes asks: it turns a refused login into the locked-out page.
+    "axes.middleware.AxesMiddleware",
 ]
 # The agent API's chain (askuser_app.handler): agents send a token, not
 # cookies, so no sessions, CSRF, login, messages or htmx; the same headers.
@@ -172,7 +177,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT.mkdir(mode=0o700, exist_ok=True)
 # Served from the source folders, so the server runs without collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
@@ -198,6 +203,12 @@ if env_bool("ASKUSER_HTTPS"):
 
 # Prompts an agent may create per minute (0: no limit); 429 with Retry-After beyond.
 ASKUSER_RATE_LIMIT = env_int("ASKUSER_RATE_LIMIT", 120)
+# Chat messages an agent may post per minute (0: no limit); 429 with Retry-After beyond.
+ASKUSER_MESSAGE_RATE_LIMIT = env_int("ASKUSER_MESSAGE_RATE_LIMIT", 120)
+# Live-update sockets one user, and one client address, may hold open in one
+# process (0: no cap); beyond, the socket is closed with code 4429.
+ASKUSER_MAX_SOCKETS_PER_USER = env_int("ASKUSER_MAX_SOCKETS_PER_USER", 200)
+ASKUSER_MAX_SOCKETS_PER_ADDRESS = env_int("ASKUSER_MAX_SOCKETS_PER_ADDRESS", 1000)
 # Any request body larger than this is refused with 413 before it is read.
 ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
 # Waits (prompt results and messages) one agent, one owner across their agents,
@@ -207,6 +218,25 @@ ASKUSER_MAX_WAITS_PER_AGENT = env_int("ASKUSER_MAX_WAITS_PER_AGENT", 100)
 ASKUSER_MAX_WAITS_PER_USER = env_int("ASKUSER_MAX_WAITS_PER_USER", 500)
 ASKUSER_MAX_WAITS_PER_ADDRESS = env_int("ASKUSER_MAX_WAITS_PER_ADDRESS", 500)
 
+# Login throttling (django-axes) on the Control UI's and the admin's login:
+# after ASKUSER_LOGIN_FAILURES wrong passwords for one username from one
+# address, that pair is locked out for ASKUSER_LOGIN_COOLOFF_MINUTES, even with
+# the right password; other users and other addresses are not. A success
+# clears the count. `manage.py axes_reset` lifts every lockout.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# At least 1 each: axes reads a zero cool-off as "locked until an admin resets it".
+AXES_FAILURE_LIMIT = max(1, env_int("ASKUSER_LOGIN_FAILURES", 5))
+AXES_COOLOFF_TIME = timedelta(minutes=max(1, env_int("ASKUSER_LOGIN_COOLOFF_MINUTES", 15)))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "askuser_app.views.locked_out"
+AXES_DISABLE_ACCESS_LOG = True  # successful logins are not history worth a table
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
@@ -215,8 +245,14 @@ LOGOUT_REDIRECT_URL = "login"
 ASKUSER_WEBHOOK_ATTEMPTS = env_int("ASKUSER_WEBHOOK_ATTEMPTS", 10)
 ASKUSER_WEBHOOK_RETRY_BASE = float(env_str("ASKUSER_WEBHOOK_RETRY_BASE") or 5)
 ASKUSER_WEBHOOK_TIMEOUT = float(env_str("ASKUSER_WEBHOOK_TIMEOUT") or 10)
+# Webhooks go to public addresses only, unless allowed: all (for agents running
+# next to the server), or some host names and networks (host1,10.0.0.0/8).
+ASKUSER_WEBHOOK_ALLOW_PRIVATE = env_bool("ASKUSER_WEBHOOK_ALLOW_PRIVATE")
+ASKUSER_WEBHOOK_ALLOW_HOSTS = env_list("ASKUSER_WEBHOOK_ALLOW_HOSTS", "")
 # Seconds between MCP progress notifications while ask_user waits.
 ASKUSER_MCP_PROGRESS_EVERY = float(env_str("ASKUSER_MCP_PROGRESS_EVERY") or 10)
+# Seconds without activity after which a session with nothing pending leaves the sessions list.
+ASKUSER_SESSION_IDLE_HIDE = env_int("ASKUSER_SESSION_IDLE_HIDE", 24 * 60 * 60)
 
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ASKUSER_MAX_BODY

@@ -16,6 +16,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import channel_layers
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from django.contrib.auth.models import Group
 from django.test import Client
 
 from askuser_app import edge, realtime, routing, services
@@ -82,6 +83,17 @@ def fresh_channel_layer():
     realtime._hubs.clear()
 
 
+@pytest.fixture
+def socket_caps(settings):
+    """Caps of 2 sockets per user and per address, counting from no open socket."""
+    from askuser_app.consumers import holdings
+
+    holdings.open.clear()  # sockets earlier tests left open count against nobody here
+    settings.ASKUSER_MAX_SOCKETS_PER_USER = settings.ASKUSER_MAX_SOCKETS_PER_ADDRESS = 2
+    yield settings
+    holdings.open.clear()
+
+
 PASSWORD = "correct-horse-battery"
 
 
@@ -108,6 +120,14 @@ def other_user(db):
 @pytest.fixture
 def staff(db):
     return make_user("sam", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def reviewer(db):
+    """Staff in the Reviewers group (made by a migration): reads the history, changes nothing."""
+    user = make_user("rita", is_staff=True)
+    user.groups.add(Group.objects.get(name="Reviewers"))
+    return user
 
 
 @pytest.fixture

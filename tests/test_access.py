@@ -100,6 +100,7 @@ HTTP_RULES = [
         for_agents(201, b=201),
     ),
     ("api/v1/sessions/<key>/messages", "GET", "/api/v1/sessions/s-a/messages", {}, for_agents(200)),
+    # Public by decision, like the OpenAPI document: it describes the API and holds nothing of anyone's.
     ("api/v1/tool", "GET", "/api/v1/tool", {}, expect(200)),
     ("api/v1/", "GET", "/api/v1/", {}, expect(404)),  # the API's root has nothing to show
     ("api/v1/openapi.json", "GET", "/api/v1/openapi.json", {}, expect(200)),

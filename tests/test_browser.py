@@ -178,6 +178,47 @@ def test_keyboard_only(human, agent_api):
     assert result["answers"]["answers"] == {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}
 
 
+def test_clicking_the_option_of_a_single_single_select_question_answers_it_at_once(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask()
+    waiting = agent_api.wait(prompt_id)
+
+    panel_open(page).get_by_text("Production").click()
+
+    result = waiting.result(timeout=15)
+    assert (result["status"], result["answers"]["answers"]) == ("answered", {"deploy_target": ["Production"]})
+    panel_closed(page)
+
+
+def test_pressing_its_number_answers_a_single_single_select_question_at_once(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask()
+    waiting = agent_api.wait(prompt_id)
+    panel_open(page)
+
+    page.keyboard.press("1")
+
+    result = waiting.result(timeout=15)
+    assert (result["status"], result["answers"]["answers"]) == (
+        "answered",
+        {"deploy_target": ["Staging (Recommended)"]},
+    )
+
+
+def test_choosing_in_a_multi_select_question_waits_for_submit(human, agent_api):
+    page = human.open()
+    prompt_id = agent_api.ask(EXTRAS)
+    waiting = agent_api.wait(prompt_id)
+    panel = panel_open(page)
+
+    panel.get_by_text("Docs").click()
+    panel.get_by_text("Changelog").click()
+    assert panel.locator("input:checked").count() == 2 and Prompt.objects.get(pk=prompt_id).is_pending
+    panel.locator("[data-action=submit]").click()
+
+    assert waiting.result(timeout=15)["answers"]["answers"] == {"extras": ["Docs", "Changelog"]}
+
+
 def test_multi_select_with_other(human, agent_api):
     page = human.open()
     prompt_id = agent_api.ask(EXTRAS)
@@ -201,7 +242,9 @@ def test_typing_other_clears_a_single_select_choice(human, agent_api):
     agent_api.ask()
     panel = panel_open(page)
 
-    panel.get_by_text("Production").click()
+    page.wait_for_function("document.activeElement && document.activeElement.closest('#prompt-panel') !== null")
+    page.keyboard.press("ArrowDown")  # arrows move the choice without answering
+    assert panel.locator("input[type=radio]:checked").count() == 1
     panel.locator(".other-input").fill("Canary first")
 
     assert panel.locator("input[type=radio]:checked").count() == 0
@@ -236,8 +279,7 @@ def test_answering_in_one_tab_closes_the_panel_in_the_other(human, agent_api):
     panel_open(first)
     panel_open(second)
 
-    first.locator("#prompt-panel").get_by_text("Production").click()
-    first.locator("[data-action=submit]").click()
+    first.locator("#prompt-panel").get_by_text("Production").click()  # one question: the click answers it
 
     panel_closed(second)
     assert "Answered on the web by alice" in second.locator(f"#item-prompt-{prompt_id}").inner_text()
@@ -299,6 +341,21 @@ def test_the_phone_layout_shows_an_inline_card_with_every_question(chromium, ser
     assert min(heights) >= 44  # touch-sized
     panel.scroll_into_view_if_needed()
     shot(page, "phone-inline-card")
+    person.context.close()
+    assert person.errors == []
+
+
+def test_on_a_phone_tapping_the_option_of_a_single_question_answers_it(chromium, server, owner, agent, agent_api):
+    services.post_agent_message(agent, "support-42", "Quick question from your agent.")
+    person = Human(chromium, server, owner, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = person.open()
+    prompt_id = agent_api.ask()
+    waiting = agent_api.wait(prompt_id)
+
+    panel_open(page).get_by_text("Production").tap()
+
+    assert waiting.result(timeout=15)["answers"]["answers"] == {"deploy_target": ["Production"]}
+    panel_closed(page)
     person.context.close()
     assert person.errors == []
 
@@ -386,8 +443,7 @@ def test_the_readme_curl_example_prints_the_answer_given_in_the_browser(human, s
     curl = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     page.locator("#sessions-list a", has_text="demo").click()
-    panel_open(page).get_by_text("Staging (Recommended)").click()
-    page.locator("[data-action=submit]").click()
+    panel_open(page).get_by_text("Staging (Recommended)").click()  # README step 3: a click answers it
 
     output, _ = curl.communicate(timeout=30)
     result = json.loads(output.strip().splitlines()[-1])

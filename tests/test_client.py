@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import io
+import os
+import re
 import signal
+import sys
 import threading
 import time
 
 import httpx
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.management import call_command
 
 from askuser_app import services
 from askuser_app.client import (
@@ -218,9 +223,53 @@ def test_ask_uses_the_clients_session_and_the_given_run(server, token):
     assert created["timeoutSeconds"] == 45
 
 
-def test_ask_needs_a_session():
-    with AskUserClient("http://127.0.0.1:9", "au_x") as client, pytest.raises(ValueError, match="session"):
-        client.ask([QUESTION])
+def test_each_client_without_a_session_asks_in_one_of_its_own_titled_by_the_program(server, token):
+    with AskUserClient(server.url, token) as one, AskUserClient(server.url, token) as two:
+        first = one.create([QUESTION])
+        second = two.create([QUESTION])  # at the same time: no "session already has a pending prompt"
+        with pytest.raises(ConflictError) as busy:  # while a client's own session has a question pending
+            one.create([QUESTION])
+
+    sessions = [Prompt.objects.select_related("session").get(pk=c["id"]).session for c in (first, second)]
+    assert first["session"] != second["session"]
+    assert all(re.fullmatch(r"py-[0-9a-f]{12}", s.key) for s in sessions)
+    program, folder = os.path.basename(sys.argv[0]), os.path.basename(os.getcwd())
+    assert [s.title for s in sessions] == [f"{program} · {folder}"] * 2
+    assert busy.value.code == "session_busy" and first["session"] in busy.value.message
+
+
+async def test_the_async_client_also_asks_in_a_session_of_its_own(server, token):
+    async with AsyncAskUserClient(server.url, token) as one, AsyncAskUserClient(server.url, token) as two:
+        created = [await one.create([QUESTION]), await two.create([QUESTION])]
+
+    assert len({c["session"] for c in created}) == 2
+
+
+def test_demo_agent_asks_in_a_session_of_its_own_titled_demo_agent(server, token, agent):
+    out = io.StringIO()
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        running = pool.submit(call_command, "demo_agent", url=server.url, token=token, timeout=30, stdout=out)
+        pending = Prompt.objects.filter(status="pending").select_related("session")
+        for _ in range(3):  # cancel each of its three prompts as it comes
+            until(pending.exists)
+            prompt = pending.get()
+            httpx.post(f"{server.url}/api/v1/prompts/{prompt.pk}/cancel", headers=auth(token))
+        running.result(timeout=DEADLINE)
+
+    assert re.fullmatch(r"py-[0-9a-f]{12}", prompt.session.key)
+    assert prompt.session.title == f"demo_agent · {os.path.basename(os.getcwd())}"
+    assert f"/s/{prompt.session.key}/" in out.getvalue()
+
+
+def test_a_given_session_keeps_its_title_unless_a_title_is_given(server, token):
+    with AskUserClient(server.url, token, session="support-7") as client:
+        client.create([QUESTION], run_id="run-1")
+        untitled = Prompt.objects.select_related("session").get().session.title
+        services.cancel(Prompt.objects.get(), agent=Prompt.objects.get().agent)
+        client.create([QUESTION], run_id="run-2", title="nightly-report · ops")
+
+    assert untitled == ""
+    assert Prompt.objects.select_related("session").first().session.title == "nightly-report · ops"
 
 
 def test_a_signature_verifies_only_the_exact_body_with_the_right_secret_in_time():
@@ -233,3 +282,17 @@ def test_a_signature_verifies_only_the_exact_body_with_the_right_secret_in_time(
     assert not verify_signature("whsec_1", body, header, now=1_000_000 + 301)  # a replay
     assert not verify_signature("whsec_1", body, "v1=abc", now=1_000_000)
     assert not verify_signature("whsec_1", body, None)
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["t=²,v1=00", "t=1000000,v1=é", "t=1000000,v1=\ud800", "t=١٠٠٠٠٠٠,v1=00", "t=9" + "9" * 5000 + ",v1=00", "t=,v1="],
+)
+def test_a_malformed_signature_header_is_refused_not_raised(header):
+    assert verify_signature("whsec_1", b"{}", header, now=1_000_000) is False
+
+
+def test_a_signature_header_given_as_bytes_verifies():
+    body = b'{"status":"no_answer","id":"4f1c"}'
+
+    assert verify_signature("whsec_1", body, sign("whsec_1", body, timestamp=1_000_000).encode(), now=1_000_000)

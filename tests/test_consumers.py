@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from askuser_app import contract, realtime, services, socketauth, ui
 from askuser_app.asyncdb import database_call
+from askuser_app.consumers import CLOSE_TOO_MANY
 from askuser_app.models import Message, Prompt, Session
 from controlui.asgi import application
 
@@ -28,8 +29,10 @@ def cookie_for(user) -> str:
     return f"sessionid={client.cookies['sessionid'].value}"
 
 
-async def connect(path: str, user=None, origin: str = "http://127.0.0.1") -> WebsocketCommunicator:
-    headers = [(b"origin", origin.encode()), (b"host", b"127.0.0.1")]
+async def connect(
+    path: str, user=None, origin: str = "http://127.0.0.1", host: str = "127.0.0.1", extra=()
+) -> WebsocketCommunicator:
+    headers = [(b"origin", origin.encode()), (b"host", host.encode()), *extra]
     if user is not None:
         headers.append((b"cookie", (await database_call(cookie_for)(user)).encode()))
     return WebsocketCommunicator(application, path, headers=headers)
@@ -106,6 +109,108 @@ def test_opening_a_session_pages_socket_reads_login_user_and_session_in_two_quer
         opened = socketauth.open_socket(cookies, "support-42")
 
     assert opened.user == owner and opened.session == session
+
+
+async def open_from(address: str, user) -> WebsocketCommunicator:
+    socket = await connect("/ws/sessions/", user)
+    socket.scope["client"] = (address, 50000)  # as the server fills it in
+    return socket
+
+
+async def test_a_user_past_the_socket_cap_is_closed_with_4429_until_a_tab_closes(socket_caps, owner, other_user):
+    tabs = [await open_from(f"10.0.0.{n}", owner) for n in range(3)]
+    for tab in tabs[:2]:
+        assert (await tab.connect(timeout=DEADLINE))[0]
+
+    assert (await tabs[2].connect(timeout=DEADLINE))[0]  # accepted, so that the page can read the code…
+    assert await tabs[2].receive_output(timeout=DEADLINE) == {"type": "websocket.close", "code": CLOSE_TOO_MANY}
+    other = await open_from("10.0.0.9", other_user)
+    assert (await other.connect(timeout=DEADLINE))[0]  # another user is not counted against alice
+    await other.receive_from(timeout=DEADLINE)
+    assert await other.receive_nothing()
+
+    await tabs[0].disconnect()
+    again = await open_from("10.0.0.1", owner)
+    assert (await again.connect(timeout=DEADLINE))[0]
+    assert "sessions" in await again.receive_from(timeout=DEADLINE)  # a live socket, not a close
+    for socket in (tabs[1], other, again):
+        await socket.disconnect()
+
+
+async def test_one_address_past_the_socket_cap_is_closed_with_4429(socket_caps, owner, other_user, staff):
+    first, second = await open_from("10.0.0.5", owner), await open_from("10.0.0.5", other_user)
+    assert (await first.connect(timeout=DEADLINE))[0] and (await second.connect(timeout=DEADLINE))[0]
+
+    third = await open_from("10.0.0.5", staff)
+    elsewhere = await open_from("10.0.0.6", staff)
+
+    assert (await third.connect(timeout=DEADLINE))[0]
+    assert await third.receive_output(timeout=DEADLINE) == {"type": "websocket.close", "code": CLOSE_TOO_MANY}
+    assert (await elsewhere.connect(timeout=DEADLINE))[0]
+    for socket in (first, second, elsewhere):
+        await socket.disconnect()
+
+
+@pytest.mark.parametrize(
+    "origin,host",
+    [
+        ("http://127.0.0.1:9999", "127.0.0.1:8765"),  # another port on the same machine
+        ("http://127.0.0.1", "127.0.0.1:8765"),
+        ("https://127.0.0.1:8765", "127.0.0.1:8765"),  # another scheme
+        ("http://localhost:8765", "127.0.0.1:8765"),  # another host, though allowed
+        ("http://evil.example:8765", "evil.example:8765"),  # same, but not an allowed host
+        ("null", "127.0.0.1:8765"),
+        ("http://127.0.0.1:8765/path", "127.0.0.1:8765"),
+    ],
+)
+async def test_a_socket_from_a_page_of_another_origin_is_refused(session, owner, origin, host):
+    socket = await connect("/ws/sessions/support-42/", owner, origin=origin, host=host)
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert not connected
+
+
+@pytest.mark.parametrize(
+    "origin,host,extra",
+    [
+        ("http://127.0.0.1:8765", "127.0.0.1:8765", []),
+        ("http://LOCALHOST:80", "localhost", []),  # the default port, spelt out or not
+        ("http://[::1]:8765", "[::1]:8765", []),
+    ],
+)
+async def test_a_socket_from_the_servers_own_origin_is_accepted(session, owner, origin, host, extra):
+    socket = await connect("/ws/sessions/support-42/", owner, origin=origin, host=host, extra=extra)
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert connected
+    await socket.disconnect()
+
+
+async def test_behind_a_tls_proxy_the_https_origin_is_the_servers_own(session, owner, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    host = "127.0.0.1:8443"
+    proxied = [(b"x-forwarded-proto", b"https")]
+
+    plain = await connect("/ws/sessions/support-42/", owner, origin=f"http://{host}", host=host, extra=proxied)
+    secure = await connect("/ws/sessions/support-42/", owner, origin=f"https://{host}", host=host, extra=proxied)
+
+    assert (await plain.connect(timeout=DEADLINE))[0] is False
+    assert (await secure.connect(timeout=DEADLINE))[0] is True
+    await secure.disconnect()
+
+
+async def test_an_origin_in_csrf_trusted_origins_is_accepted(session, owner, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://askuser.example.com"]
+    socket = await connect(
+        "/ws/sessions/support-42/", owner, origin="https://askuser.example.com", host="10.0.0.5:8001"
+    )
+
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    assert connected
+    await socket.disconnect()
 
 
 async def test_on_connect_a_tab_gets_the_current_panel_and_timeline(agent, owner, session):
@@ -187,6 +292,30 @@ async def test_an_item_committed_while_the_page_was_read_is_not_missed(agent, ow
 
     assert "Hello" in html
     await socket.disconnect()
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["since=99999999999999999999999999", "since=%C2%B2", "since=-5&shown=%00", "since=1e9", "since=" + "9" * 5000],
+)
+async def test_a_cursor_that_is_no_time_gets_the_whole_state_instead_of_an_error(agent, owner, session, query):
+    prompt = await ask(agent)
+    socket = await connect(f"/ws/sessions/support-42/?{query}", owner)
+    connected, _ = await socket.connect(timeout=DEADLINE)
+
+    html = await socket.receive_from(timeout=DEADLINE)
+
+    assert connected and f'data-prompt-id="{prompt.pk}"' in html and "Hello" in html
+    await socket.disconnect()
+
+
+@pytest.mark.parametrize("key", ["a%00b", "-starts-with-a-dash", "x" * 129])
+async def test_a_socket_for_a_key_no_session_can_have_is_refused_as_not_found(owner, session, key):
+    socket = await connect(f"/ws/sessions/{key}/", owner)
+
+    connected, code = await socket.connect(timeout=DEADLINE)
+
+    assert (connected, code) == (False, 4404)
 
 
 async def test_a_new_prompt_is_pushed_to_every_open_tab(agent, owner, session):

@@ -68,6 +68,30 @@ REJECTED = [
     (payload(extra=True), "extra", "is not a known field"),
     (payload(question(question="Pick\x00one")), "questions[0].question", "control characters"),
     (payload(question(header="\u200b\u200b")), "questions[0].header", "must not be blank"),
+    (payload(question(header="Prod\u202e")), "questions[0].header", "text-direction characters (found U+202E)"),
+    (
+        payload(question(question="Deploy to \u202enoitcudorP?")),
+        "questions[0].question",
+        "text-direction characters (found U+202E)",
+    ),
+    (payload(question(options=options("Yes", "Ye\u200bs"))), "questions[0].options[1].label", "found U+200B"),
+    (payload(question(options=options("Yes", "\u2067No"))), "questions[0].options[1].label", "found U+2067"),
+    (payload(question(options=options("Yes", "Ye\u200ds"))), "questions[0].options[1].label", "found U+200D"),
+    (
+        payload(question(options=[{"label": "Yes", "description": "Safe\u200f"}, {"label": "No"}])),
+        "questions[0].options[0].description",
+        "found U+200F",
+    ),
+    (
+        payload(question(options=options("Ｙｅｓ", "yes"))),
+        "questions[0].options[1].label",
+        "duplicates questions[0].options[0].label",
+    ),
+    (
+        payload(question(options=options("Café", "cafe\u0301"))),
+        "questions[0].options[1].label",
+        "duplicates questions[0].options[0].label",
+    ),
     (payload(session=""), "session", "must not be blank"),
     (payload(session="has space"), "session", "letters, digits"),
     (payload(run_kind="helper"), "run_kind", "must be one of 'main' or 'subagent'"),
@@ -133,6 +157,16 @@ def test_it_truncates_the_header_to_twelve_characters_without_splitting_one(api,
     assert stored.header == shown
     assert stored.header_full == header
     assert ("truncated" in " ".join(created["warnings"])) == (header != shown)
+
+
+def test_joiners_inside_an_emoji_or_a_joining_script_are_kept(api):
+    labels = ["क्\u200dष", "می\u200cخواهم", "\U0001f468\u200d\U0001f469\u200d\U0001f467 trip"]
+    body = payload(question(options=options(*labels)))
+
+    response = api.ask(body)
+
+    assert response.status_code == 201, response.content
+    assert [o.label for o in Question.objects.get().options.all()] == labels
 
 
 def test_it_trims_every_string(api):

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+from typing import Any
+from urllib.parse import quote, urlencode
 
 import pytest
 import schemathesis
+from asgiref.sync import async_to_sync
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
@@ -19,6 +23,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from askuser_app.client import verify_signature
 from askuser_app.models import Message, Prompt, Session
 
 from .conftest import QUESTION, payload
@@ -29,7 +34,7 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture(scope="module")
 def server(server_env):
-    daphne = DaphneServer({**server_env, "ASKUSER_RATE_LIMIT": "0"}).start()
+    daphne = DaphneServer({**server_env, "ASKUSER_RATE_LIMIT": "0", "ASKUSER_MESSAGE_RATE_LIMIT": "0"}).start()
     yield daphne
     daphne.stop()
 
@@ -189,3 +194,111 @@ def test_a_megabyte_body_is_refused(api):
     response = api.post("/prompts", raw=body)
 
     assert response.status_code == 413 and stored_nothing()
+
+
+# --- the Control UI's forms and socket parameters, and verify_signature ------------------------
+
+FORM_TEXT = st.one_of(
+    st.text(st.characters(codec="utf-8"), max_size=30),
+    st.sampled_from(["²", "١", "０", "-1", " 1", "1\n", "1.0", "1e3", "9" * 5000, "99999999999999999999", "\x00"]),
+)
+FORM_FIELDS = st.dictionaries(
+    st.sampled_from(["q-deploy_target", "q-deploy_target-other", "q-extras", "q-nope", "action"]),
+    st.lists(FORM_TEXT, min_size=1, max_size=3),
+    max_size=4,
+)
+
+
+def pending_or_new(agent) -> Prompt:
+    """The session's pending prompt; a new one when the last example answered it."""
+    from askuser_app import contract, services
+
+    prompt = Prompt.objects.filter(status=Prompt.Status.PENDING).first()
+    return prompt or services.ask(agent, contract.parse_create(payload())).prompt
+
+
+@pytest.fixture
+def person(owner):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+@given(FORM_FIELDS, st.booleans())
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+def test_any_answer_form_is_answered_or_refused_clearly_and_a_refusal_changes_nothing(agent, person, fields, htmx):
+    prompt = pending_or_new(agent)
+    headers = {"HX-Request": "true"} if htmx else {}
+
+    response = person.post(f"/s/support-42/prompts/{prompt.pk}/answer", fields, headers=headers)
+
+    assert response.status_code in ((200, 422) if htmx else (302, 422)), response.content[:300]
+    if response.status_code == 422:  # said why, in the panel, and left the prompt as it was
+        assert re.search(r'<p id="panel-error"[^>]*>[^<]+</p>', response.content.decode())
+        assert Prompt.objects.get(pk=prompt.pk).is_pending
+
+
+@given(FORM_TEXT)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_any_composer_text_is_posted_or_refused_clearly(agent, person, text):
+    pending_or_new(agent)
+
+    response = person.post("/s/support-42/messages", {"text": text}, headers={"HX-Request": "true"})
+
+    assert response.status_code in (200, 422), response.content[:300]
+
+
+QUERY_VALUE = st.one_of(
+    st.text(st.characters(codec="utf-8"), max_size=30),
+    st.integers(min_value=-(2**80), max_value=2**80).map(str),
+    st.sampled_from(["²", "1e9", "9" * 5000, "", "%", "%ZZ", "&&=", "\x00"]),
+)
+
+
+async def socket_outcome(owner, key: str, query: str) -> tuple[bool, Any]:
+    from .test_consumers import connect
+
+    socket = await connect(f"/ws/sessions/{quote(key, safe='')}/?{query}", owner)
+    connected, code = await socket.connect(timeout=10)
+    if connected:
+        await socket.receive_from(timeout=10)  # the state as of joining
+        await socket.disconnect()
+    return connected, code
+
+
+@given(st.dictionaries(st.sampled_from(["since", "shown", "other"]), QUERY_VALUE, max_size=3), st.booleans())
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_any_socket_parameters_open_the_socket_or_close_it_cleanly(agent, owner, params, raw):
+    from askuser_app import services
+
+    services.post_agent_message(agent, "support-42", "Hello")
+    query = "&".join(f"{k}={v}" for k, v in params.items()) if raw else urlencode(params)
+
+    connected, code = async_to_sync(socket_outcome)(owner, "support-42", query)
+
+    assert connected, code
+
+
+@given(st.text(st.characters(codec="utf-8", exclude_characters="/"), min_size=1, max_size=140))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_any_session_key_in_a_socket_path_is_found_or_closed_as_not_found(owner, key):
+    connected, code = async_to_sync(socket_outcome)(owner, key, "")
+
+    assert (connected, code) == (False, 4404)
+
+
+HEADERS = st.one_of(
+    st.none(),
+    st.text(max_size=80),
+    st.binary(max_size=80),
+    st.builds(lambda t, v: f"t={t},v1={v}", st.text(max_size=20), st.text(max_size=70)),
+    st.builds(lambda t, v: f"t={t},v1={v}", st.integers(-(2**70), 2**70), st.text("0123456789abcdef", max_size=70)),
+)
+
+
+@given(HEADERS, st.binary(max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_verify_signature_says_false_to_any_forged_header_and_never_raises(header, body):
+    assert verify_signature("whsec_fuzz", body, header) is False

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
-from askuser_app.models import Prompt
+from askuser_app.models import Message, Prompt, Session
 from controlui.asgi import application
 
 from .conftest import AgentClient, asgi_request, payload
@@ -47,6 +47,23 @@ def test_the_rate_limit_is_per_agent_and_spares_idempotent_retries(api, other_to
 
     assert (first.status_code, retry.status_code, other.status_code) == (201, 201, 201)
     assert api.ask(payload(session="s2")).status_code == 429
+
+
+def test_posting_messages_past_the_message_rate_limit_is_refused_and_makes_no_session(api, other_token, settings):
+    settings.ASKUSER_MESSAGE_RATE_LIMIT = 3
+    for index in range(3):
+        assert api.post(f"/sessions/chat-{index}/messages", {"text": "hello"}).status_code == 201
+
+    response = api.post("/sessions/one-too-many/messages", {"text": "hello"})
+    other = AgentClient(other_token).post("/sessions/chat-0/messages", {"text": "hello"})
+
+    assert response.status_code == 429
+    assert response.json()["error"] == "rate_limited"
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert "posted 3 messages in the last minute" in response.json()["detail"]
+    assert not Session.objects.filter(key="one-too-many").exists()
+    assert Message.objects.filter(agent__owner__username="alice").count() == 3
+    assert other.status_code == 201  # the limit is per agent
 
 
 # --- request bodies --------------------------------------------------------------------------

@@ -173,6 +173,36 @@ def test_a_cancel_gives_no_answer_cancelled(agent):
     assert terminal_events(prompt) == ["cancelled"]
 
 
+@pytest.mark.parametrize("outcome", ["cancelled", "expired", "aborted"])
+def test_a_result_without_an_answer_still_carries_details_and_skipped(agent, outcome):
+    prompt = ask(agent, QUESTION, EXTRAS, run_id="run-1")
+
+    if outcome == "cancelled":
+        services.cancel(prompt, agent=agent)
+    elif outcome == "aborted":
+        services.abort_run(agent, "run-1")
+    else:
+        Prompt.objects.filter(pk=prompt.pk).update(expires_at=timezone.now())
+        services.expire(Prompt.objects.get(pk=prompt.pk))
+
+    result = Prompt.objects.get(pk=prompt.pk).result
+    assert (result["status"], result["reason"]) == ("no_answer", outcome)
+    nothing = {"options": [], "free_text": None, "skipped": False}
+    assert result["details"] == {"deploy_target": nothing, "extras": nothing}
+    assert result["skipped"] == []  # nobody skipped anything: nobody answered
+    assert "answers" not in result
+
+
+def test_skip_all_lists_every_question_as_skipped(agent, owner):
+    prompt = ask(agent, QUESTION, EXTRAS)
+
+    services.skip_all(prompt, by=owner, surface="web")
+
+    result = Prompt.objects.get(pk=prompt.pk).result
+    assert result["skipped"] == ["deploy_target", "extras"]
+    assert result["details"]["extras"] == {"options": [], "free_text": None, "skipped": True}
+
+
 def test_an_overdue_prompt_reads_as_expired_at_its_deadline(agent):
     prompt = ask(agent)
     make_overdue(prompt)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 
@@ -12,8 +13,10 @@ import httpx
 import httpx2
 import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.sessions.backends.db import SessionStore
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
 
 from askuser_app import contract, services
 from askuser_app.models import Prompt
@@ -26,6 +29,7 @@ from .test_live import auth
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 TRANSPORTS = ["stdio", "http", "http-legacy"]
+CSRF = "mcpcsrftokenmcpcsrftokenmcpcsrf1"  # an unmasked 32-character secret
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +41,32 @@ def server(server_env):
 
 
 @contextlib.asynccontextmanager
-async def mcp_client(transport: str, server: DaphneServer, token: str, tmp_path, session="support-42") -> AsyncIterator:
+async def mcp_client(
+    transport: str,
+    server: DaphneServer,
+    token: str,
+    tmp_path,
+    session: str | None = "support-42",
+    client_info: Implementation | None = None,
+) -> AsyncIterator:
+    """An MCP client; ``session=None`` configures none, as the README's snippets do."""
     if transport == "stdio":
         # --wait 1: an answer given in this test process wakes no wait in the server's.
-        args = ["manage.py", "mcp_stdio", "--token", token, "--url", server.url, "--session", session]
+        args = ["manage.py", "mcp_stdio", "--token", token, "--url", server.url]
         params = StdioServerParameters(
             command=sys.executable,
-            args=[*args, "--progress-every", "0.2", "--wait", "1"],
+            args=[*args, *(["--session", session] if session else []), "--progress-every", "0.2", "--wait", "1"],
             cwd=ROOT,
             env={"ASKUSER_DATA_DIR": str(tmp_path)},
         )
-        async with Client(params) as client:
+        async with Client(params, client_info=client_info) as client:
             yield client
         return
     http = httpx2.AsyncClient(headers=auth(token), timeout=httpx2.Timeout(30, read=300))
-    endpoint = streamable_http_client(f"{server.url}/mcp?session={session}", http_client=http)
+    query = f"?session={session}" if session else ""
+    endpoint = streamable_http_client(f"{server.url}/mcp{query}", http_client=http)
     mode = "legacy" if transport == "http-legacy" else "auto"
-    async with http, Client(endpoint, mode=mode) as client:
+    async with http, Client(endpoint, mode=mode, client_info=client_info) as client:
         yield client
 
 
@@ -158,3 +171,116 @@ async def test_the_http_endpoint_refuses_requests_without_a_valid_token(server, 
     assert (missing.status_code, missing.json()["error"]) == (401, "unauthorized")
     assert (unknown.status_code, unknown.json()["detail"]) == (401, "Unknown agent token.")
     assert missing.headers["WWW-Authenticate"] == "Bearer"
+
+
+# --- a session per conversation --------------------------------------------------------------
+
+CLAUDE = Implementation(name="claude-code", version="1.2")
+CURSOR = Implementation(name="cursor", version="0.9")
+
+
+@contextlib.asynccontextmanager
+async def person(server: DaphneServer, user) -> AsyncIterator[httpx.AsyncClient]:
+    """The user, logged in to the server's Control UI, answering through its form."""
+
+    def log_in() -> str:
+        store = SessionStore()
+        store.update(
+            {
+                "_auth_user_id": str(user.pk),
+                "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
+                "_auth_user_hash": user.get_session_auth_hash(),
+            }
+        )
+        store.create()
+        return store.session_key
+
+    cookies = {"sessionid": await sync_to_async(log_in)(), "csrftoken": CSRF}
+    async with httpx.AsyncClient(base_url=server.url, cookies=cookies, headers={"X-CSRFToken": CSRF}) as http:
+        yield http
+
+
+async def answer(http: httpx.AsyncClient, prompt: Prompt, option: int) -> None:
+    key = await sync_to_async(lambda: prompt.session.key)()
+    response = await http.post(f"/s/{key}/prompts/{prompt.pk}/answer", data={"q-deploy_target": str(option)})
+    assert response.status_code in (200, 302), response.text
+
+
+def pending_prompts(count: int) -> list[Prompt] | None:
+    prompts = list(Prompt.objects.filter(status="pending").select_related("session").order_by("created_at"))
+    return prompts if len(prompts) == count else None
+
+
+async def ask_twice_at_once(one, two) -> tuple[list, dict[str, Prompt]]:
+    """Both clients call ask_user at once; their pending prompts by session title."""
+    calls = [asyncio.ensure_future(c.call_tool("ask_user", {"questions": [QUESTION]})) for c in (one, two)]
+    prompts = await until_async(lambda: pending_prompts(2))
+    assert not any(call.done() for call in calls), [call.result() for call in calls if call.done()]
+    return calls, {p.session.title: p for p in prompts}
+
+
+def chosen(result) -> list[str]:
+    assert not result.is_error, result.content[0].text
+    return result.structured_content["answers"]["answers"]["deploy_target"]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http-legacy"])
+async def test_two_mcp_connections_on_one_token_ask_at_once_and_each_gets_its_own_answer(
+    transport, server, token, owner, tmp_path
+):
+    folder = f" · {ROOT.name}" if transport == "stdio" else ""
+    claude, cursor = f"claude-code 1.2{folder}", f"cursor 0.9{folder}"
+    async with (
+        mcp_client(transport, server, token, tmp_path, session=None, client_info=CLAUDE) as one,
+        mcp_client(transport, server, token, tmp_path, session=None, client_info=CURSOR) as two,
+        person(server, owner) as http,
+    ):
+        calls, prompts = await ask_twice_at_once(one, two)
+        listing = (await http.get("/")).text
+        await answer(http, prompts[cursor], 1)
+        await answer(http, prompts[claude], 0)
+        results = [await asyncio.wait_for(call, DEADLINE) for call in calls]
+        # The same connection asks again in the same session.
+        again = asyncio.ensure_future(one.call_tool("ask_user", {"questions": [QUESTION]}))
+        [later] = await until_async(lambda: pending_prompts(1))
+        await answer(http, later, 1)
+        await asyncio.wait_for(again, DEADLINE)
+
+    assert [chosen(r) for r in results] == [["Staging (Recommended)"], ["Production"]]
+    keys = [prompts[claude].session.key, prompts[cursor].session.key]
+    assert all(re.fullmatch(r"mcp-[0-9a-f]{12}", key) for key in keys) and keys[0] != keys[1]
+    assert claude in listing and cursor in listing
+    assert later.session.key == keys[0]
+
+
+async def test_two_calls_of_the_2026_protocol_without_a_session_never_collide(server, token, owner, tmp_path):
+    async with (
+        mcp_client("http", server, token, tmp_path, session=None, client_info=CLAUDE) as one,
+        mcp_client("http", server, token, tmp_path, session=None, client_info=CURSOR) as two,
+        person(server, owner) as http,
+    ):
+        calls, prompts = await ask_twice_at_once(one, two)
+        await answer(http, prompts["claude-code 1.2"], 0)
+        await answer(http, prompts["cursor 0.9"], 1)
+        results = [await asyncio.wait_for(call, DEADLINE) for call in calls]
+
+    assert [chosen(r) for r in results] == [["Staging (Recommended)"], ["Production"]]
+    assert prompts["claude-code 1.2"].session != prompts["cursor 0.9"].session
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_fixed_session_still_takes_one_pending_question_at_a_time(transport, server, token, tmp_path):
+    async with (
+        mcp_client(transport, server, token, tmp_path, session="fixed", client_info=CLAUDE) as one,
+        mcp_client(transport, server, token, tmp_path, session="fixed", client_info=CURSOR) as two,
+    ):
+        first = asyncio.ensure_future(one.call_tool("ask_user", {"questions": [QUESTION]}))
+        [prompt] = await until_async(lambda: pending_prompts(1))
+        second = await two.call_tool("ask_user", {"questions": [QUESTION]})
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+
+    assert second.is_error
+    assert f"Session fixed already has a pending prompt ({prompt.pk})" in second.content[0].text
+    assert prompt.session.title == ""

@@ -186,6 +186,9 @@ def test_an_answer_looks_its_session_up_once(agent, browser, django_capture_on_c
     "form,words",
     [
         ({"q-deploy_target": "7"}, "is not one of its options"),
+        ({"q-deploy_target": "²"}, "is not one of its options"),  # str.isdigit() says yes, int() no
+        ({"q-deploy_target": "١"}, "is not one of its options"),  # an Arabic-Indic 1 is not an option number
+        ({"q-deploy_target": "9" * 5000}, "is not one of its options"),
         ({"q-deploy_target": "0", "q-deploy_target-other": "my own"}, "single-select"),
     ],
 )
@@ -350,3 +353,9 @@ def test_an_unknown_page_is_a_friendly_404(browser):
 
     assert response.status_code == 404
     assert "Back to your sessions" in response.content.decode()
+
+
+@pytest.mark.parametrize("key", ["a%00b", "-dash-first", "x" * 129])
+def test_a_page_for_a_key_no_session_can_have_is_not_found(browser, key):
+    assert browser.get(f"/s/{key}/").status_code == 404
+    assert browser.post(f"/s/{key}/messages", {"text": "hello"}).status_code == 404

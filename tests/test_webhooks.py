@@ -1,30 +1,35 @@
-"""Webhooks: a resolved prompt's result POSTed, signed, to a receiver on 127.0.0.1, retried and recorded."""
+"""Webhooks: a resolved prompt's result POSTed, signed, to a receiver on 127.0.0.1, retried and recorded;
+private addresses refused unless allowed."""
 
 from __future__ import annotations
 
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
 from django.test import Client
 
-from askuser_app import contract, services
-from askuser_app.client import AskUserClient, verify_signature
+from askuser_app import contract, egress, services, webhooks
+from askuser_app.asyncdb import database_call
+from askuser_app.client import AskUserClient, sign, verify_signature
 from askuser_app.models import Prompt, WebhookDelivery, new_webhook_secret
 
 from .conftest import QUESTION, payload
 from .servers import DaphneServer
-from .test_client import DEADLINE, until
+from .test_client import DEADLINE, until, until_async
 from .test_live import auth
 
 RETRY_BASE = 0.3
 ATTEMPTS = 3
+ATTEMPT_TIMEOUT = 5.0
 WEBHOOK_ENV = {
+    "ASKUSER_WEBHOOK_ALLOW_PRIVATE": "1",  # the receivers listen on 127.0.0.1
     "ASKUSER_WEBHOOK_RETRY_BASE": str(RETRY_BASE),
     "ASKUSER_WEBHOOK_ATTEMPTS": str(ATTEMPTS),
-    "ASKUSER_WEBHOOK_TIMEOUT": "5",
+    "ASKUSER_WEBHOOK_TIMEOUT": str(ATTEMPT_TIMEOUT),
 }
 
 
@@ -87,9 +92,9 @@ def finished(prompt_id: str):
     return lambda: (d := delivery_of(prompt_id)) is not None and d.status != WebhookDelivery.Status.PENDING
 
 
-def ask_with_callback(server: DaphneServer, token: str, url: str) -> str:
+def ask_with_callback(server: DaphneServer, token: str, url: str, session: str = "support-42") -> str:
     with AskUserClient(server.url, token) as client:
-        return client.create([QUESTION], session="support-42", callback_url=url)["id"]
+        return client.create([QUESTION], session=session, callback_url=url)["id"]
 
 
 @pytest.mark.live
@@ -190,6 +195,38 @@ def test_a_delivery_recorded_while_the_server_was_down_is_sent_after_the_restart
     assert json.loads(body)["answers"] == {"answers": {"deploy_target": ["Production"]}}
 
 
+def never_answering() -> Receiver:
+    silent = Receiver()
+    silent.release.clear()  # holds every request past any attempt's timeout
+    return silent
+
+
+def cancel_over_http(server: DaphneServer, token: str, prompt_id: str) -> None:
+    assert httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token)).status_code == 200
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_receivers_that_never_answer_do_not_delay_another_owners_webhook(server, token, other_user, settings):
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True
+    silent, fast = never_answering(), Receiver()
+    try:
+        slow_agent, _ = services.create_agent("slow", other_user)
+        for n in range(64):
+            body = contract.parse_create(payload(session=f"slow-{n}", callback_url=silent.url))
+            services.cancel(services.ask(slow_agent, body).prompt, agent=slow_agent)
+        until(lambda: len(silent.requests) >= 2)  # the server is busy with them
+
+        prompt_id = ask_with_callback(server, token, fast.url)
+        cancel_over_http(server, token, prompt_id)
+
+        until(lambda: len(fast.requests) == 1, within=ATTEMPT_TIMEOUT)
+        assert len(silent.requests) < 16  # the silent host holds a few slots, never all
+    finally:
+        silent.close()
+        fast.close()
+
+
 @pytest.mark.django_db
 def test_a_prompt_without_a_callback_url_records_no_delivery(api, owner):
     prompt = Prompt.objects.get(pk=api.ask().json()["id"])
@@ -219,6 +256,96 @@ def test_a_bad_callback_url_is_refused_with_a_clear_message_and_nothing_is_store
     assert not Prompt.objects.exists()
 
 
+PRIVATE_HOSTS = [
+    ("127.0.0.1", "127.0.0.1"),
+    ("0x7f000001", "127.0.0.1"),
+    ("2130706433", "127.0.0.1"),
+    ("017700000001", "127.0.0.1"),
+    ("127.1", "127.0.0.1"),
+    ("[::1]", "::1"),
+    ("[::ffff:127.0.0.1]", "127.0.0.1"),
+    ("localhost", "127.0.0.1"),
+    ("api.localhost", "127.0.0.1"),
+    ("10.0.0.5", "10.0.0.5"),
+    ("192.168.1.20", "192.168.1.20"),
+    ("169.254.169.254", "169.254.169.254"),
+    ("[fe80::1]", "fe80::1"),
+    ("0.0.0.0", "0.0.0.0"),
+    ("224.0.0.1", "224.0.0.1"),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("host", "address"), PRIVATE_HOSTS)
+def test_a_callback_url_naming_a_private_address_is_refused_at_create_time(api, host, address):
+    response = api.ask(payload(callback_url=f"http://{host}:8080/admin/"))
+
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error["path"] == "callback_url"
+    assert f"non-public address ({address})" in error["message"]
+    assert "ASKUSER_WEBHOOK_ALLOW_PRIVATE=1" in error["message"]
+    assert not Prompt.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["https://agent.example.com/hook", "http://8.8.8.8/hook", "http://[2606:4700::1]/h"])
+def test_a_callback_url_naming_a_public_host_is_accepted(api, url):
+    assert api.ask(payload(callback_url=url)).status_code == 201
+
+
+@pytest.mark.django_db
+def test_private_callback_urls_are_accepted_when_the_operator_allows_them(api, settings):
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True
+
+    assert api.ask(payload(session="s1", callback_url="http://127.0.0.1:9000/hook")).status_code == 201
+    assert api.ask(payload(session="s2", callback_url="http://localhost/hook")).status_code == 201
+
+
+@pytest.mark.django_db
+def test_the_allow_list_admits_its_hosts_and_networks_only(api, settings):
+    settings.ASKUSER_WEBHOOK_ALLOW_HOSTS = ["agents.internal", "10.0.0.0/8", "localhost"]
+
+    assert api.ask(payload(session="s1", callback_url="http://10.1.2.3/hook")).status_code == 201
+    assert api.ask(payload(session="s2", callback_url="http://localhost:9000/hook")).status_code == 201
+    assert api.ask(payload(session="s3", callback_url="http://192.168.0.1/hook")).status_code == 422
+    assert api.ask(payload(session="s4", callback_url="http://127.0.0.1/hook")).status_code == 422
+
+
+def ask_and_cancel(agent, url: str) -> str:
+    prompt = services.ask(agent, contract.parse_create(payload(callback_url=url))).prompt
+    services.cancel(prompt, agent=agent)
+    return prompt.pk
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_callback_name_resolving_to_a_private_address_is_refused_once_and_never_sent(settings, receiver, agent):
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True  # when the prompt was made
+    hook = receiver.url.replace("127.0.0.1", "localhost")
+    prompt_id = await database_call(ask_and_cancel)(agent, hook)
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = False  # when it is sent
+
+    webhooks.ensure_running()
+    delivery = await until_async(lambda: delivery_of(prompt_id) if finished(prompt_id)() else None)
+
+    [attempt] = await database_call(list)(delivery.attempts.all())
+    assert delivery.status == "failed"  # at once: refused addresses are not retried
+    assert attempt.error.startswith("refused: callback_url resolves to a private address (")
+    assert attempt.error.endswith("set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 to allow")
+    assert receiver.requests == []
+
+
+async def test_a_send_goes_to_the_checked_address_with_the_name_in_host_and_tls(settings):
+    settings.ASKUSER_WEBHOOK_ALLOW_HOSTS = ["localhost"]
+
+    pinned = await egress.pin("https://localhost:8443/askuser-hook?x=1")
+
+    assert pinned.url.host in ("127.0.0.1", "::1") and pinned.url.port == 8443
+    assert pinned.url.path == "/askuser-hook" and pinned.url.query == b"x=1"
+    assert pinned.host_header == "localhost:8443"
+    assert pinned.extensions == {"sni_hostname": "localhost"}
+
+
 def test_the_tool_schema_leaves_callback_url_to_the_api():
     assert "callback_url" not in contract.tool_definition()["input_schema"]["properties"]
 
@@ -238,3 +365,45 @@ def test_staff_see_each_delivery_with_its_attempts_in_the_admin(api, staff, owne
 
     assert listing.status_code == 200 and "https://agent.example.com/hook" in listing.content.decode()
     assert page.status_code == 200 and failed in page.content.decode()
+
+
+def readme_receiver():
+    """The README's webhook receiver, as a reader would copy it."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b.split("```")[0] for b in readme.split("```python\n")[1:] if "def receive(" in b)
+    resumed: list[dict] = []
+    namespace = {"resume_run": resumed.append}
+    exec(block, namespace)
+    return namespace["receive"], resumed
+
+
+def test_the_readme_receiver_handles_a_result_once_however_often_it_is_delivered():
+    receive, resumed = readme_receiver()
+    secret = new_webhook_secret()
+    body = json.dumps({"status": "no_answer", "id": "4f1c", "reason": "cancelled"}).encode()
+    signed = sign(secret, body)
+
+    first = receive(secret, body, {"Askuser-Signature": signed, "Askuser-Delivery": "7", "Askuser-Attempt": "1"})
+    retry = receive(secret, body, {"Askuser-Signature": sign(secret, body), "Askuser-Delivery": "7"})
+    replay = receive(secret, body, {"Askuser-Signature": signed, "Askuser-Delivery": "8"})  # the header is not signed
+
+    assert (first, retry, replay) == (200, 200, 200)
+    assert resumed == [json.loads(body)]
+
+
+@pytest.mark.parametrize("signature", ["t=²,v1=00", "t=1,v1=é", "", None])
+def test_the_readme_receiver_refuses_a_forged_header_with_400(signature):
+    receive, resumed = readme_receiver()
+    headers = {} if signature is None else {"Askuser-Signature": signature}
+
+    assert receive(new_webhook_secret(), b'{"id": "4f1c"}', headers) == 400
+    assert resumed == []
+
+
+def test_the_readme_receiver_refuses_an_altered_body():
+    receive, resumed = readme_receiver()
+    secret = new_webhook_secret()
+    signed = sign(secret, b'{"id": "4f1c", "status": "no_answer"}')
+
+    assert receive(secret, b'{"id": "4f1c", "status": "answered"}', {"Askuser-Signature": signed}) == 400
+    assert resumed == []

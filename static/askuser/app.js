@@ -184,6 +184,8 @@
   }
 
   function advanceSoon(element, step) {
+    // One single-select question: the choice is the answer, as a chat app's button.
+    if (element.hasAttribute("data-answers-at-once")) return submit(element, "answer");
     // A single-select choice moves on by itself, after a beat to see it.
     if (!wide.matches || Number(step.dataset.step) === steps(element).length) return;
     window.setTimeout(function () {

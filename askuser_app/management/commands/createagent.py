@@ -19,7 +19,7 @@ class Command(BaseCommand):
     def handle(self, name: str, owner: str, quiet: bool, **options) -> None:
         user = get_user_model().objects.filter(username=owner).first()
         if user is None:
-            raise CommandError(f"No user {owner!r}; create one with 'manage.py createsuperuser' first.")
+            raise CommandError(f"No user {owner!r}; add them first with 'manage.py adduser {owner}'.")
         agent, token = services.create_agent(name, user)
         if quiet:
             self.stdout.write(token)

@@ -1,7 +1,7 @@
 """``manage.py demo_agent``: a pretend agent that asks the demo user three prompts in turn.
 
 It uses the Python client exactly as an agent would, and prints each result as
-it arrives; answer in the Control UI (log in as demo/demo).
+it arrives; answer in the Control UI (logged in as demo).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from askuser_app.client import AskUserClient, AskUserError
+from askuser_app.client import AskUserClient, AskUserError, clean_title
+from askuser_app.datadir import DEFAULT_URL, default_server_url
 
 PROMPTS = [
     (
@@ -80,15 +81,23 @@ class Command(BaseCommand):
     help = "Ask the demo user a realistic sequence of questions through the Python client; print each result."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--url", default=os.environ.get("ASKUSER_URL", "http://127.0.0.1:8000"))
+        parser.add_argument(
+            "--url",
+            default=default_server_url(settings.DATA_DIR),
+            help=f"The askuser server (default: $ASKUSER_URL, else where 'make run' serves, else {DEFAULT_URL}).",
+        )
         parser.add_argument("--token", default=os.environ.get("ASKUSER_TOKEN"), help="Default: the demo token.")
-        parser.add_argument("--session", default="demo")
+        parser.add_argument("--session", default=None, help="Default: a new session of its own, titled demo_agent.")
         parser.add_argument("--timeout", type=int, default=900, help="Seconds each prompt waits (30–3600).")
 
-    def handle(self, url: str, token: str | None, session: str, timeout: int, **options) -> None:
+    def handle(self, url: str, token: str | None, session: str | None, timeout: int, **options) -> None:
         token = token or self.demo_token()
-        self.stdout.write(f"Asking in session {session!r} on {url}; answer in the Control UI ({url}/, demo/demo).\n")
-        with AskUserClient(url, token, session=session) as askuser:
+        own_title = None if session else clean_title(f"demo_agent · {os.path.basename(os.getcwd())}")
+        with AskUserClient(url, token, session=session, title=own_title) as askuser:
+            key = askuser.session
+            self.stdout.write(
+                f"Asking in session {key!r} on {url}; answer in the Control UI ({url}/s/{key}/ as demo).\n"
+            )
             for number, (title, questions) in enumerate(PROMPTS, 1):
                 self.stdout.write(f"[{number}/{len(PROMPTS)}] {title}: waiting for the answer…")
                 try:

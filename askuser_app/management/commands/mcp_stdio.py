@@ -1,4 +1,4 @@
-"""``manage.py mcp_stdio --token …``: the ask_user MCP tool on stdin/stdout.
+"""``ASKUSER_TOKEN=… manage.py mcp_stdio``: the ask_user MCP tool on stdin/stdout.
 
 For agent runtimes that launch their tools as processes. It talks to an askuser
 server over HTTP (``--url``), so it needs no database of its own.
@@ -12,7 +12,8 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from askuser_app.mcp_server import DEFAULT_SESSION, serve_stdio
+from askuser_app.datadir import DEFAULT_URL, default_server_url
+from askuser_app.mcp_server import serve_stdio
 
 
 class Command(BaseCommand):
@@ -20,16 +21,20 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []  # a tool process starts quietly: stdout is the protocol
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--token", default=os.environ.get("ASKUSER_TOKEN"), help="Agent token ($ASKUSER_TOKEN).")
+        parser.add_argument(
+            "--token",
+            default=os.environ.get("ASKUSER_TOKEN"),
+            help="Agent token; prefer $ASKUSER_TOKEN, since every account sees a command line (ps).",
+        )
         parser.add_argument(
             "--url",
-            default=os.environ.get("ASKUSER_URL", "http://127.0.0.1:8000"),
-            help="The askuser server ($ASKUSER_URL, default http://127.0.0.1:8000).",
+            default=default_server_url(settings.DATA_DIR),
+            help=f"The askuser server ($ASKUSER_URL, else where 'make run' serves, else {DEFAULT_URL}).",
         )
         parser.add_argument(
             "--session",
-            default=os.environ.get("ASKUSER_SESSION", DEFAULT_SESSION),
-            help=f"Session key the questions go to ($ASKUSER_SESSION, default {DEFAULT_SESSION!r}).",
+            default=os.environ.get("ASKUSER_SESSION") or None,
+            help="Session key the questions go to ($ASKUSER_SESSION; default: a new one for this process).",
         )
         parser.add_argument("--run-id", default=None, help="Run id to ask as (default: a new run per call).")
         parser.add_argument("--wait", type=float, default=25, help="Seconds each long-poll holds (at most 55).")
@@ -40,7 +45,7 @@ class Command(BaseCommand):
             help="Seconds between progress notifications while waiting.",
         )
 
-    def handle(self, token: str | None, url: str, session: str, run_id: str | None, **options) -> None:
+    def handle(self, token: str | None, url: str, session: str | None, run_id: str | None, **options) -> None:
         if not token:
             raise CommandError("Give the agent token: --token … or ASKUSER_TOKEN (manage.py createagent prints one).")
         # stdout carries the protocol; everything else goes to stderr.

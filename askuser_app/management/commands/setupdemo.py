@@ -1,23 +1,36 @@
-"""``manage.py setupdemo``: the demo login and agent token that ``make run`` prints."""
+"""``manage.py setupdemo``: the demo login and agent token that ``make run`` prints.
+
+The known ``demo`` / ``demo`` password is for a server on this machine only
+(the embedded default binds 127.0.0.1). When ``--url`` names any other
+address, the demo user gets a generated password instead, printed once, and an
+existing demo user with the known one gets a new one.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import secrets
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from askuser_app import contract, services
 from askuser_app.agentauth import hash_token
-from askuser_app.models import Agent, Prompt, PromptEvent, Run, Session
+from askuser_app.datadir import SERVER_URL_FILE, write_private
+from askuser_app.models import REVIEWERS, Agent, Prompt, PromptEvent, Run, Session
 
 DEMO_USER = "demo"
 DEMO_PASSWORD = "demo"
 DEMO_AGENT = "demo"
 DEMO_SESSION = "demo"
+EXPOSED = "the server listens beyond this machine, so not demo/demo"
+UNCHANGED = "(the password set before; manage.py changepassword demo sets another)"
 WELCOME = (
     "Hi! I'm the demo agent. When I need a decision from you, my question appears right here, "
     "above the message box. Try the README's curl example to see it."
@@ -31,29 +44,42 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="http://127.0.0.1:8000", help="Where the server will listen.")
 
     def handle(self, url: str, **options) -> None:
-        user = self.demo_user()
+        url = url.rstrip("/")
+        user, password = self.demo_user(exposed=beyond_loopback(url))
         token = self.demo_token(user)
+        agent = Agent.objects.get(token_hash=hash_token(token))
         self.welcome(user)
-        seeded = seed_history(user, Agent.objects.get(token_hash=hash_token(token)))
+        seeded = seed_history(user, agent)
+        # The next steps (demo_agent, mcp_stdio) ask the server where it really listens.
+        write_private(settings.DATA_DIR / SERVER_URL_FILE, client_url(url) + "\n")
         self.stdout.write(
             f"\naskuser is starting on {url}/\n"
-            f"  Log in as:         {DEMO_USER} / {DEMO_PASSWORD}   (staff: {url}/admin/)\n"
+            f"  Log in as:         {DEMO_USER} / {password}   (staff: {url}/admin/)\n"
             f"  Demo agent token:  {token}\n"
             f"                     (also in {self.token_path()}; export ASKUSER_TOKEN=$(cat {self.token_path()}))\n"
+            f"  Webhook secret:    {agent.webhook_secret}   (signs the demo agent's callback_url deliveries)\n"
             f"  Demo agent:        .venv/bin/python manage.py demo_agent   (in a second terminal)\n"
             f"  Question history:  {url}/admin/askuser_app/prompt/"
             f"{f'   ({seeded} demo prompts from the last days added)' if seeded else ''}\n"
         )
 
-    def demo_user(self):
-        User = get_user_model()
-        user, created = User.objects.get_or_create(
-            username=DEMO_USER, defaults={"is_staff": True, "is_superuser": True, "email": "demo@example.com"}
+    def demo_user(self, *, exposed: bool) -> tuple[Any, str]:
+        """The demo login, staff with the Reviewers' view permissions (never a superuser),
+        and how to say its password."""
+        user, created = get_user_model().objects.get_or_create(
+            username=DEMO_USER, defaults={"email": "demo@example.com"}
         )
-        if created:
-            user.set_password(DEMO_PASSWORD)
-            user.save(update_fields=["password"])
-        return user
+        known = not created and user.check_password(DEMO_PASSWORD)
+        if created or (exposed and known):
+            password = secrets.token_urlsafe(12) if exposed else DEMO_PASSWORD
+            user.set_password(password)
+            shown = password if not exposed else f"{password}   (new, shown only now: {EXPOSED})"
+        else:
+            shown = DEMO_PASSWORD if known else UNCHANGED
+        user.is_staff, user.is_superuser = True, False
+        user.save(update_fields=["password", "is_staff", "is_superuser"])
+        user.groups.add(Group.objects.get(name=REVIEWERS))
+        return user, shown
 
     def welcome(self, user) -> None:
         """A first message in the demo session, so there is a page to open."""
@@ -73,9 +99,30 @@ class Command(BaseCommand):
             if Agent.objects.filter(token_hash=hash_token(token), owner=user, revoked_at=None).exists():
                 return token
         _, token = services.create_agent(DEMO_AGENT, user)
-        path.write_text(token + "\n")
-        path.chmod(0o600)
+        write_private(path, token + "\n")
         return token
+
+
+def beyond_loopback(url: str) -> bool:
+    """Whether a server listening on ``url``'s host can be reached from other machines."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True  # a name: whoever resolves it may reach it
+
+
+def client_url(url: str) -> str:
+    """Where a client on this machine reaches a server listening on ``url``: a server bound
+    to every address (0.0.0.0, ::) answers on loopback, a name ALLOWED_HOSTS knows."""
+    parts = urlsplit(url)
+    loopback = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(parts.hostname or "")
+    if loopback is None:
+        return url
+    netloc = f"{loopback}:{parts.port}" if parts.port else loopback
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 # --- a few days of demo history, so the admin has something to show -------------

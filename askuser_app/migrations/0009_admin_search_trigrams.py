@@ -38,7 +38,7 @@ def drop_indexes(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("askuser_app", "0005_admin_indexes"),
+        ("askuser_app", "0008_session_title"),
     ]
 
     operations = [
