@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.urls import path
 
-from . import contract, expiry, longpoll, webhooks
+from . import agentwrites, contract, expiry, longpoll, webhooks
 from .consumers import LiveConsumer
 from .realtime import hub
 
@@ -20,12 +20,12 @@ websocket_urlpatterns = [
 
 
 class HttpRouter:
-    """Agent waits go to the long-poll app, MCP to its endpoint, the rest of the
-    agent API to Django's API handler, everything else to Django."""
+    """Agent waits go to the long-poll app, creates to their consumer, MCP to
+    its endpoint, everything else to Django."""
 
-    def __init__(self, django_app: Any, api_app: Any = None) -> None:
+    def __init__(self, django_app: Any) -> None:
         self.django_app = django_app
-        self.api_app = api_app or django_app
+        self.create_app = agentwrites.CreatePrompt.as_asgi()
         self.mcp: Any = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -41,8 +41,8 @@ class HttpRouter:
             return None
         if scope["path"] in ("/mcp", "/mcp/"):
             return await self.mcp_endpoint()(scope, receive, send)
-        if scope["path"].startswith("/api/"):
-            return await self.api_app(scope, receive, send)
+        if agentwrites.serves(scope):
+            return await self.create_app(scope, receive, send)
         return await self.django_app(scope, receive, send)
 
     def mcp_endpoint(self) -> Any:

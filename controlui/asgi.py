@@ -4,11 +4,10 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlui.settings")
 
-from askuser_app.handler import get_api_application, get_asgi_application
+from django.core.asgi import get_asgi_application
 
 # Build Django first: the routing below imports models.
 django_asgi_app = get_asgi_application()
-api_asgi_app = get_api_application(django_asgi_app)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -18,7 +17,7 @@ from askuser_app import routing  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": routing.HttpRouter(django_asgi_app, api_asgi_app),
+        "http": routing.HttpRouter(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(routing.websocket_urlpatterns))),
         "lifespan": routing.lifespan,
     }
