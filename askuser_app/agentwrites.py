@@ -4,24 +4,28 @@ Django's ASGI handler gives every request a thread and a database connection
 of its own, and crosses from the event loop to that thread and back for each
 synchronous middleware and the view. On the create path, the agent API's
 most frequent write, that cost about as much CPU as the create itself
-(docs/PERFORMANCE.md). Here a create is a Channels consumer: its token check
-and ``api.create`` run in one ``database_sync_to_async`` call, on Channels'
-shared database thread, whose connection stays open (``CONN_MAX_AGE``); one
-thread also writes SQLite's creates one after another, without racing for
-its lock. ``api.create_prompt`` serves the same ``api.create`` where a
-request reaches Django directly, and documents the route.
+(docs/PERFORMANCE.md). Here a create is served by a plain ASGI app, as the
+long-poll is (a Channels ``AsyncHttpConsumer`` would add a channel-layer
+channel and, before every message, a hop to close old connections: 10 % of
+a create's CPU in the profile). Its token check and ``api.create`` run in
+one ``database_sync_to_async`` call on a thread kept for creates
+(``ASKUSER_CREATE_THREADS``), whose connection is kept too (SQLite's stays
+open, PostgreSQL's goes back to the pool). On SQLite that is one thread, so
+a process's creates queue for the write lock instead of racing for it in
+SQLite's busy handler. ``api.create_prompt`` serves the same ``api.create``
+where a request reaches Django directly, and documents the route.
 
-A request this consumer would answer differently from Django, a plain-HTTP
-one under ``SECURE_SSL_REDIRECT``, goes on to Django.
+A request this app would answer differently from Django, a plain-HTTP one
+under ``SECURE_SSL_REDIRECT``, goes on to Django.
 """
 
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
@@ -33,6 +37,15 @@ CREATE_PATH = "/api/v1/prompts"
 Outcome = tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]
 # Beside longpoll's: what Django's XFrameOptionsMiddleware would add.
 EXTRA_HEADERS = [(b"x-frame-options", b"DENY")]
+# Made with the first create, once settings are read.
+_threads: ThreadPoolExecutor | None = None
+
+
+def threads() -> ThreadPoolExecutor:
+    global _threads
+    if _threads is None:
+        _threads = ThreadPoolExecutor(settings.ASKUSER_CREATE_THREADS, thread_name_prefix="create")
+    return _threads
 
 
 def serves(scope: dict[str, Any]) -> bool:
@@ -53,39 +66,54 @@ def is_secure(scope: dict[str, Any]) -> bool:
     return scope.get("scheme") == "https"
 
 
-class CreatePrompt(AsyncHttpConsumer):
-    # No layer channel of its own: a create hears nothing from the channel
-    # layer, and making one would cost each request a layer round trip.
-    channel_layer_alias = None
+async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The create's ASGI app: read the body, create on a create thread, respond."""
+    body = await read_body(receive)
+    if body is None:  # the client hung up
+        return
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+    try:
+        if host_allowed(scope, headers):
+            outcome = await database_sync_to_async(create, thread_sensitive=False, executor=threads())(headers, body)
+        else:
+            outcome = bad_host()
+    except Exception:
+        log.exception("A create failed")
+        outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), []
+    status, payload, extra = outcome
+    await longpoll.respond(send, status, payload, [*EXTRA_HEADERS, *extra, *hsts(scope)])
 
-    async def handle(self, body: bytes) -> None:
-        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in self.scope["headers"]}
-        try:
-            outcome = await self.create(headers, body) if host_allowed(self.scope, headers) else bad_host()
-        except Exception:
-            log.exception("A create failed")
-            outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), []
-        status, payload, extra = outcome
-        await longpoll.respond(self.send, status, payload, [*EXTRA_HEADERS, *extra, *self.hsts()])
 
-    @staticmethod
-    @database_sync_to_async
-    def create(headers: dict[str, str], body: bytes) -> Outcome:
-        try:
-            agent = agentauth.agent_for(headers.get("authorization"))
-            created, created_headers = api.create(agent, headers.get("idempotency-key"), body)
-        except (agentauth.Unauthorized, contract.ContractError, api.ApiError, services.DomainError) as exc:
-            return refusal(exc)
-        return 201, created, [(k.lower().encode(), v.encode()) for k, v in created_headers.items()]
+async def read_body(receive: Any) -> bytes | None:
+    """The whole request body (the router has bounded it), or None on a hang-up."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
-    def hsts(self) -> list[tuple[bytes, bytes]]:
-        """What Django's SecurityMiddleware adds over HTTPS."""
-        if not settings.SECURE_HSTS_SECONDS or not is_secure(self.scope):
-            return []
-        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-        value += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""
-        value += "; preload" if settings.SECURE_HSTS_PRELOAD else ""
-        return [(b"strict-transport-security", value.encode())]
+
+def hsts(scope: dict[str, Any]) -> list[tuple[bytes, bytes]]:
+    """What Django's SecurityMiddleware adds over HTTPS."""
+    if not settings.SECURE_HSTS_SECONDS or not is_secure(scope):
+        return []
+    value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+    value += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""
+    value += "; preload" if settings.SECURE_HSTS_PRELOAD else ""
+    return [(b"strict-transport-security", value.encode())]
+
+
+def create(headers: dict[str, str], body: bytes) -> Outcome:
+    """The token check and the create, in one call on a create thread."""
+    try:
+        agent = agentauth.agent_for(headers.get("authorization"))
+        created, created_headers = api.create(agent, headers.get("idempotency-key"), body)
+    except (agentauth.Unauthorized, contract.ContractError, api.ApiError, services.DomainError) as exc:
+        return refusal(exc)
+    return 201, created, [(k.lower().encode(), v.encode()) for k, v in created_headers.items()]
 
 
 def host_allowed(scope: dict[str, Any], headers: dict[str, str]) -> bool:

@@ -25,7 +25,6 @@ class HttpRouter:
 
     def __init__(self, django_app: Any) -> None:
         self.django_app = django_app
-        self.create_app = agentwrites.CreatePrompt.as_asgi()
         self.mcp: Any = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -42,7 +41,7 @@ class HttpRouter:
         if scope["path"] in ("/mcp", "/mcp/"):
             return await self.mcp_endpoint()(scope, receive, send)
         if agentwrites.serves(scope):
-            return await self.create_app(scope, receive, send)
+            return await agentwrites.serve_create(scope, receive, send)
         return await self.django_app(scope, receive, send)
 
     def mcp_endpoint(self) -> Any:

@@ -81,15 +81,24 @@ def top_frames(collapsed: str, count: int = 25) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU the process has used: unlike rates, hardly moved by a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(env: dict[str, str], label: str, seconds: float, profile: Path | None) -> None:
     prepared = servers.prepare(env)
     token = str(prepared["token"])
     with servers.Server(env) as server:
         asyncio.run(throughput.run(server.port, token, 16, 1, f"warm-{label}"))
+        cpu = cpu_seconds(server.pid)
         with profiled(server, profile, label):
             result = asyncio.run(throughput.run(server.port, token, 16, seconds, label))
+        cpu = cpu_seconds(server.pid) - cpu
     print(
         f"{label}: 16 clients {result.per_second:.0f}/s, p50 {result.latency.p50:.1f} ms, "
+        f"server CPU {1000 * cpu / max(result.created, 1):.2f} ms per create, "
         f"p99 {result.latency.p99:.1f} ms, errors {result.errors or 'none'}; "
         f"{prepared['create_queries']} queries per create",
         flush=True,

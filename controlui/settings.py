@@ -136,6 +136,12 @@ def database_config() -> dict:
 
 
 DATABASES = {"default": database_config()}
+# Threads that serve agents' creates (askuser_app/agentwrites.py), each with its
+# kept connection. SQLite lets one connection write at a time: one thread
+# queues a process's creates for the lock instead of racing for it.
+ASKUSER_CREATE_THREADS = env_int(
+    "ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
