@@ -152,7 +152,7 @@ def channel_layer_config() -> dict:
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [url], "prefix": env_str("ASKUSER_REDIS_PREFIX", "askuser")},
         }
-    return {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+    return {"BACKEND": "askuser_app.layers.InMemoryChannelLayer"}
 
 
 CHANNEL_LAYERS = {"default": channel_layer_config()}
