@@ -49,7 +49,7 @@ def threads() -> ThreadPoolExecutor:
 
 
 def serves(scope: dict[str, Any]) -> bool:
-    """Whether the request is a create this consumer answers as Django would."""
+    """Whether the request is a create this app answers as Django would."""
     if scope["method"] != "POST" or scope["path"] != CREATE_PATH:
         return False
     return not settings.SECURE_SSL_REDIRECT or is_secure(scope)
