@@ -50,7 +50,8 @@ def plural(count: int, word: str) -> str:
 
 
 def changelist_url(model: type, **filters: Any) -> str:
-    url = reverse(f"admin:askuser_app_{model._meta.model_name}_changelist")
+    # Admin URL names use the lower-cased class name (model_name).
+    url = reverse(f"admin:askuser_app_{model.__name__.lower()}_changelist")
     return f"{url}?{urlencode(filters)}" if filters else url
 
 

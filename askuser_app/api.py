@@ -71,10 +71,19 @@ for refused in edge.REFUSED:
 
 
 def read_json(request: HttpRequest) -> Any:
+    return parse_json(request_body(request))
+
+
+def request_body(request: HttpRequest) -> bytes | None:
+    """The body, or None when it is over DATA_UPLOAD_MAX_MEMORY_SIZE."""
     try:
-        body = request.body
+        return request.body
     except RequestDataTooBig:
-        body = None
+        return None
+
+
+def parse_json(body: bytes | None) -> Any:
+    """The request body's JSON; ``None`` stands for a body too large to read."""
     if body is None or len(body) > contract.MAX_BODY_BYTES:
         detail = f"The body is over {contract.MAX_BODY_BYTES // 1024} KiB; send less."
         raise edge.Rejected(413, "body_too_large", detail)
@@ -86,14 +95,26 @@ def read_json(request: HttpRequest) -> Any:
         raise edge.Rejected(400, "invalid_json", f"The body is not valid JSON ({exc}).") from None
 
 
-def idempotency_key(request: HttpRequest) -> str | None:
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
+def idempotency_key(header: str | None) -> str | None:
+    if header is None:
         return None
-    key = key.strip()
+    key = header.strip()
     if not key or len(key) > 255 or not key.isprintable():
         raise contract.ContractError([{"path": "Idempotency-Key", "message": "must be 1 to 255 printable characters"}])
     return key
+
+
+def create(agent: Agent, key_header: str | None, body: bytes | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """A create (SPEC 3.1) as both its routes serve it: the response body and headers.
+
+    ``agentwrites`` serves it in front of Django, the view below where
+    requests reach Django directly (and in the OpenAPI document)."""
+    key = idempotency_key(key_header)
+    asked = services.ask(agent, contract.parse_create(parse_json(body)), idempotency_key=key)
+    headers = {"Location": f"/api/v1/prompts/{asked.prompt.pk}"}
+    if not asked.created:
+        headers["Idempotent-Replayed"] = "true"
+    return created_body(asked), headers
 
 
 def created_body(asked: services.Asked) -> dict[str, Any]:
@@ -126,13 +147,10 @@ KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
 def create_prompt(request: HttpRequest) -> JsonResponse:
     """Store a prompt (SPEC 3.1) for the session's owner to answer. A retry with
     the same ``Idempotency-Key`` returns the same prompt, never a second one."""
-    key = idempotency_key(request)
-    payload = contract.parse_create(read_json(request))
-    asked = services.ask(request.auth, payload, idempotency_key=key)
-    response = JsonResponse(created_body(asked), status=201, json_dumps_params={"ensure_ascii": False})
-    response["Location"] = f"/api/v1/prompts/{asked.prompt.pk}"
-    if not asked.created:
-        response["Idempotent-Replayed"] = "true"
+    created, headers = create(request.auth, request.headers.get("Idempotency-Key"), request_body(request))
+    response = JsonResponse(created, status=201, json_dumps_params={"ensure_ascii": False})
+    for name, value in headers.items():
+        response[name] = value
     return response
 
 

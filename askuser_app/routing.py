@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path, re_path
 
-from . import edge
+from . import agentwrites, edge
 from .consumers import LiveConsumer
 from .longpoll import MessagesWait, PromptWait
 
@@ -14,20 +14,19 @@ websocket_urlpatterns = [
 ]
 
 
-def http_urlpatterns(django_app: edge.App, api_app: edge.App) -> list[URLPattern]:
-    """The long-polls, health and MCP in front of Django; the agent API to
-    ``api_app``, everything else to ``django_app``."""
+def http_urlpatterns(django_app: edge.App) -> list[URLPattern]:
+    """The long-polls, the create, health and MCP in front of Django; everything else to Django."""
 
     def waits(consumer: type[PromptWait | MessagesWait]) -> edge.ByMethod:
         # Only reads wait; the path's other methods (posting a message) are the API's.
         wait = consumer.as_asgi()
-        return edge.ByMethod({"GET": wait, "HEAD": wait}, otherwise=api_app)
+        return edge.ByMethod({"GET": wait, "HEAD": wait}, otherwise=django_app)
 
     return [
         path("healthz", edge.health),
+        re_path(r"^api/v1/prompts/?$", agentwrites.CreateRoute(otherwise=django_app)),
         re_path(r"^api/v1/prompts/(?P<prompt_id>[^/]+)/?$", waits(PromptWait)),
         re_path(r"^api/v1/sessions/(?P<key>[^/]+)/messages/?$", waits(MessagesWait)),
         re_path(r"^mcp/?$", edge.mcp),
-        re_path(r"^api/", api_app),
         re_path(r"", django_app),
     ]

@@ -1,14 +1,13 @@
-"""ASGI entry point: HTTP through the front door (long-polls, then Django) and WebSockets."""
+"""ASGI entry point: HTTP through the front door (long-polls and creates, then Django) and WebSockets."""
 
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlui.settings")
 
-from askuser_app.handler import get_api_application, get_asgi_application
+from django.core.asgi import get_asgi_application
 
 # Build Django first: the routing below imports models.
 django_asgi_app = get_asgi_application()
-api_asgi_app = get_api_application(django_asgi_app)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.sessions import CookieMiddleware  # noqa: E402
@@ -18,7 +17,7 @@ from askuser_app.origins import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": edge.FrontDoor(URLRouter(routing.http_urlpatterns(django_asgi_app, api_asgi_app))),
+        "http": edge.FrontDoor(URLRouter(routing.http_urlpatterns(django_asgi_app))),
         # Cookies only: the consumer reads the login with the session it follows,
         # in one database call (askuser_app/socketauth.py).
         "websocket": SameOriginValidator(CookieMiddleware(URLRouter(routing.websocket_urlpatterns))),

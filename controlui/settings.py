@@ -85,14 +85,6 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a refused login into the locked-out page.
     "axes.middleware.AxesMiddleware",
 ]
-# The agent API's chain (askuser_app.handler): agents send a token, not
-# cookies, so no sessions, CSRF, login, messages or htmx; the same headers.
-API_MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "askuser_app.middleware.SecurityHeadersMiddleware",
-]
 
 ROOT_URLCONF = "controlui.urls"
 ASGI_APPLICATION = "controlui.asgi.application"
@@ -115,7 +107,8 @@ TEMPLATES = [
 
 SQLITE_OPTIONS = {
     # Writers take the lock when the transaction starts, so a read-then-write
-    # transaction never fails half-way with "database is locked".
+    # transaction never fails half-way with "database is locked"; a writer
+    # finding it taken waits up to ``timeout`` seconds for it.
     "transaction_mode": "IMMEDIATE",
     "timeout": 20,
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
@@ -128,11 +121,12 @@ def database_config() -> dict:
     if config.get("ENGINE", "django.db.backends.sqlite3") == "django.db.backends.sqlite3":
         name = Path(config["NAME"])
         return {
-            # Django's backend, with a process's writers queued (askuser_app/sqlite3).
-            "ENGINE": "askuser_app.sqlite3",
+            "ENGINE": "django.db.backends.sqlite3",
             "NAME": name,
             "OPTIONS": SQLITE_OPTIONS,
-            # Kept open: request threads are kept and reused (askuser_app.handler).
+            # Kept open on the threads that outlive a request: Channels' database
+            # thread (creates, long-polls, sockets). A request Django serves
+            # has a thread of its own, whose connection goes with it.
             "CONN_MAX_AGE": None,
             # A file, so that server processes started by the tests share it.
             "TEST": {"NAME": name.with_name(f"test-{name.name}")},
@@ -147,6 +141,12 @@ def database_config() -> dict:
 
 
 DATABASES = {"default": database_config()}
+# Threads that serve agents' creates (askuser_app/agentwrites.py), each with its
+# kept connection. SQLite lets one connection write at a time: one thread
+# queues a process's creates for the lock instead of racing for it.
+ASKUSER_CREATE_THREADS = env_int(
+    "ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 

@@ -180,13 +180,17 @@ class AgentClient:
 
 def served_in_front_of_django(method: str, path: str) -> bool:
     """Whether the ASGI router sends this request to a consumer rather than to Django."""
-    from controlui.asgi import api_asgi_app, django_asgi_app
+    from askuser_app.agentwrites import CreateRoute
+    from controlui.asgi import django_asgi_app
 
-    for route in routing.http_urlpatterns(django_asgi_app, api_asgi_app):
+    for route in routing.http_urlpatterns(django_asgi_app):
         if route.pattern.match(path.lstrip("/")):
             app = route.callback
-            app = app.methods.get(method, app.otherwise) if isinstance(app, edge.ByMethod) else app
-            return app not in (django_asgi_app, api_asgi_app)
+            if isinstance(app, edge.ByMethod):
+                app = app.methods.get(method, app.otherwise)
+            elif isinstance(app, CreateRoute) and method != "POST":
+                app = app.otherwise
+            return app is not django_asgi_app
     return False
 
 

@@ -195,11 +195,11 @@ def front_route(pattern: str) -> str:
 
 def routes_in_front_of_django() -> tuple[set[str], set[str]]:
     """The long-polls' routes, and the other routes served before Django."""
-    from controlui.asgi import api_asgi_app, django_asgi_app
+    from controlui.asgi import django_asgi_app
 
     waits, others = set(), set()
-    for entry in routing.http_urlpatterns(django_asgi_app, api_asgi_app):
-        if entry.callback not in (django_asgi_app, api_asgi_app):
+    for entry in routing.http_urlpatterns(django_asgi_app):
+        if entry.callback is not django_asgi_app:
             route = front_route(str(entry.pattern))
             (waits if isinstance(entry.callback, edge.ByMethod) else others).add(route)
     return waits, others

@@ -153,34 +153,41 @@ def test_long_polls_and_health_send_security_headers(api, asked):
         assert_secure_headers(async_to_sync(get)(path).headers)
 
 
-def repr_chain(chain) -> str:
-    """The class names of a handler's middleware, outermost first."""
-    names, layer = [], getattr(chain, "func", chain)
-    while layer is not None:
-        inner = getattr(layer, "__wrapped__", layer)
-        names.append(type(inner).__name__)
-        layer = getattr(inner, "get_response", None)
-    return " ".join(names)
-
-
 @pytest.mark.django_db(transaction=True)  # the server's handlers run on their own threads
-def test_the_agent_api_is_served_by_its_own_chain_with_the_same_headers(token):
-    """The API's handler runs no session, CSRF or login middleware: no cookie, same headers."""
+def test_the_agent_api_sends_the_same_headers_and_no_cookie_in_front_of_django_and_through_it(token):
+    """A create is served in front of Django (agentwrites), a 404 by Django: the same headers."""
     auth = {"Authorization": f"Bearer {token}"}
 
     created = async_to_sync(asgi_request)("POST", "/api/v1/prompts", json=payload(), headers=auth)
     not_found = async_to_sync(asgi_request)("GET", "/api/v1/nope", headers=auth)
 
     assert created.status_code == 201 and not_found.status_code == 404
-    from controlui.asgi import api_asgi_app
-
-    chain = api_asgi_app._middleware_chain
-    assert "SessionMiddleware" not in repr_chain(chain) and "SecurityHeadersMiddleware" in repr_chain(chain)
     for response in (created, not_found):
         assert_secure_headers(response.headers)
         assert response.headers["X-Frame-Options"] == "DENY"
         assert "set-cookie" not in response.headers
         assert "Cookie" not in response.headers.get("Vary", "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_behind_tls_a_plain_http_create_is_left_to_django_and_a_secure_one_gets_hsts(token, settings):
+    from askuser_app import agentwrites
+
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.SECURE_HSTS_SECONDS = 3600
+    auth = {"Authorization": f"Bearer {token}"}
+    create = {"type": "http", "method": "POST", "path": "/api/v1/prompts", "scheme": "http"}
+
+    secure = async_to_sync(asgi_request)(
+        "POST", "/api/v1/prompts", json=payload(), headers={**auth, "X-Forwarded-Proto": "https"}
+    )
+
+    # Django's SecurityMiddleware redirects the plain one, as every request.
+    assert not agentwrites.serves({**create, "headers": []})
+    assert agentwrites.serves({**create, "headers": [(b"x-forwarded-proto", b"https")]})
+    assert secure.status_code == 201
+    assert secure.headers["Strict-Transport-Security"].startswith("max-age=3600")
 
 
 @pytest.mark.django_db(transaction=True)

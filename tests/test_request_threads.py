@@ -1,4 +1,6 @@
-"""Requests Django serves run on kept threads, one request per thread at a time."""
+"""Where the agent API's work runs: creates on kept threads with their
+connections (on SQLite one, so that they queue for the write lock), parked
+waits on no thread at all, Django's requests on a thread each."""
 
 from __future__ import annotations
 
@@ -7,33 +9,29 @@ import threading
 
 import httpx
 import pytest
-from django.core.signals import request_finished, request_started
+from django.core.signals import request_started
 from django.db import connection
 
-from .conftest import asgi_get, asgi_request, payload
+from askuser_app import services
+from askuser_app.realtime import hub
+
+from .conftest import asgi_get, asgi_request, payload, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def seen():
-    """The thread (and its database connection) each request's signals ran on."""
-    seen: list[tuple[int, int | None]] = []
+def seen(monkeypatch):
+    """The thread and database connection each create's ``services.ask`` ran on."""
+    seen: list[tuple[str, int]] = []
+    ask = services.ask
 
-    def record(**kwargs) -> None:
-        seen.append((threading.get_ident(), id(connection.connection) if connection.connection else None))
+    def recording(*args, **kwargs):
+        seen.append((threading.current_thread().name, id(connection.connection)))
+        return ask(*args, **kwargs)
 
-    request_finished.connect(record)
-    yield seen
-    request_finished.disconnect(record)
-
-
-@pytest.mark.parametrize("path", ["/api/v1/tool", "/login/"], ids=["agent API", "pages"])
-async def test_requests_one_after_another_reuse_a_thread(seen, path):
-    for _ in range(5):
-        assert (await asgi_get(path, {})).status_code == 200
-
-    assert len({thread for thread, _ in seen}) == 1
+    monkeypatch.setattr(services, "ask", recording)
+    return seen
 
 
 async def ask(token: str, session: str) -> httpx.Response:
@@ -41,17 +39,38 @@ async def ask(token: str, session: str) -> httpx.Response:
     return await asgi_request("POST", "/api/v1/prompts", json=payload(session=session), headers=headers)
 
 
-@pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL connections come from a pool")
-async def test_a_kept_thread_keeps_its_database_connection(seen, token):
+async def test_creates_run_on_the_threads_kept_for_them(seen, token):
     for number in range(3):
         assert (await ask(token, f"kept-{number}")).status_code == 201
 
     assert len(seen) == 3
+    assert all(thread.startswith("create") for thread, _ in seen)
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL's creates share a pool")
+async def test_on_sqlite_creates_run_on_one_thread_with_one_open_connection(seen, token):
+    creates = [ask(token, f"kept-{number}") for number in range(6)]
+
+    assert [r.status_code for r in await asyncio.gather(*creates)] == [201] * 6
     assert len(set(seen)) == 1
-    assert None not in {conn for _, conn in seen}
 
 
-async def test_requests_at_the_same_time_never_share_a_thread():
+async def test_parked_waits_hold_no_thread(api, token):
+    created = [await ask(token, f"parked-{number}") for number in range(20)]
+    headers = {"Authorization": f"Bearer {token}"}
+    threads = threading.active_count()
+
+    waits = [asyncio.ensure_future(asgi_get(f"/api/v1/prompts/{r.json()['id']}?wait=30", headers)) for r in created]
+    try:
+        await until(lambda: hub().waiting == len(waits))
+        assert threading.active_count() <= threads + 1  # at most the database thread, once
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+
+
+async def test_requests_django_serves_at_the_same_time_never_share_a_thread():
     # Each request waits in its own thread for the other: on a shared thread
     # the second could never arrive and the barrier would break.
     both = threading.Barrier(2, timeout=10)

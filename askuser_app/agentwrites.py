@@ -1,0 +1,127 @@
+"""``POST /api/v1/prompts``, an agent's create, served in front of Django.
+
+Django's ASGI handler gives every request a thread and a database connection
+of its own, and crosses from the event loop to that thread and back for each
+synchronous middleware and the view. On the create path, the agent API's
+most frequent write, that cost about as much CPU as the create itself
+(docs/PERFORMANCE.md). Here a create is served by a plain ASGI app, as the
+long-poll is (a Channels ``AsyncHttpConsumer`` would add a channel-layer
+channel and, before every message, a hop to close old connections: 10 % of
+a create's CPU in the profile). Its token check and ``api.create`` run in
+one ``database_sync_to_async`` call on a thread kept for creates
+(``ASKUSER_CREATE_THREADS``), whose connection is kept too (SQLite's stays
+open, PostgreSQL's goes back to the pool). On SQLite that is one thread, so
+a process's creates queue for the write lock instead of racing for it in
+SQLite's busy handler. ``api.create_prompt`` serves the same ``api.create``
+where a request reaches Django directly, and documents the route.
+
+It sits behind the front door (``edge.FrontDoor``: the host check and the
+body bound) like every route, and answers refusals with ``edge.refusal``. A
+request this app would answer differently from Django, a plain-HTTP one under
+``SECURE_SSL_REDIRECT``, goes on to Django.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from . import agentauth, api, contract, edge
+
+log = logging.getLogger("askuser")
+
+CREATE_PATH = "/api/v1/prompts"
+Outcome = tuple[int, dict[str, Any], dict[str, str]]
+# Beside edge.respond's: what Django's XFrameOptionsMiddleware would add.
+EXTRA_HEADERS = {"X-Frame-Options": "DENY"}
+# Made with the first create, once settings are read.
+_threads: ThreadPoolExecutor | None = None
+
+
+def threads() -> ThreadPoolExecutor:
+    global _threads
+    if _threads is None:
+        _threads = ThreadPoolExecutor(settings.ASKUSER_CREATE_THREADS, thread_name_prefix="create")
+    return _threads
+
+
+class CreateRoute:
+    """``POST /api/v1/prompts`` served here; anything else on the path by ``otherwise`` (Django)."""
+
+    def __init__(self, otherwise: edge.App) -> None:
+        self.otherwise = otherwise
+
+    async def __call__(self, scope: edge.Scope, receive: edge.Receive, send: edge.Send) -> None:
+        if serves(scope):
+            return await serve_create(scope, receive, send)
+        await self.otherwise(scope, receive, send)
+
+
+def serves(scope: dict[str, Any]) -> bool:
+    """Whether the request is a create this app answers as Django would."""
+    if scope["method"] != "POST" or scope["path"] != CREATE_PATH:
+        return False
+    return not settings.SECURE_SSL_REDIRECT or is_secure(scope)
+
+
+def is_secure(scope: dict[str, Any]) -> bool:
+    """``HttpRequest.is_secure()``, read from the ASGI scope."""
+    if settings.SECURE_PROXY_SSL_HEADER:
+        name, secure = settings.SECURE_PROXY_SSL_HEADER
+        header = name.removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1")
+        value = dict(scope["headers"]).get(header)
+        if value is not None:
+            return value.decode("latin-1").split(",")[0].strip() == secure
+    return scope.get("scheme") == "https"
+
+
+async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The create's ASGI app: read the body, create on a create thread, respond."""
+    body = await read_body(receive)
+    if body is None:  # the client hung up
+        return
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+    try:
+        outcome = await database_sync_to_async(create, thread_sensitive=False, executor=threads())(headers, body)
+    except Exception:
+        log.exception("A create failed")
+        outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), {}
+    status, payload, extra = outcome
+    await edge.respond(send, status, payload, {**EXTRA_HEADERS, **extra, **hsts(scope)})
+
+
+async def read_body(receive: Any) -> bytes | None:
+    """The whole request body (the router has bounded it), or None on a hang-up."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def hsts(scope: dict[str, Any]) -> dict[str, str]:
+    """What Django's SecurityMiddleware adds over HTTPS."""
+    if not settings.SECURE_HSTS_SECONDS or not is_secure(scope):
+        return {}
+    value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+    value += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""
+    value += "; preload" if settings.SECURE_HSTS_PRELOAD else ""
+    return {"Strict-Transport-Security": value}
+
+
+def create(headers: dict[str, str], body: bytes) -> Outcome:
+    """The token check and the create, in one call on a create thread."""
+    try:
+        agent = agentauth.agent_for(headers.get("authorization"))
+        created, created_headers = api.create(agent, headers.get("idempotency-key"), body)
+    except edge.REFUSED as exc:
+        answer = edge.refusal(exc)
+        return answer.status, answer.body, answer.headers
+    return 201, created, created_headers
