@@ -69,7 +69,8 @@ class ASGIHandler(DjangoASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         # The chain as WSGI builds it, entered in one hop to the request's thread.
         super().load_middleware(is_async=False)
-        self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
+        # The handler's private chain, which the stubs leave out.
+        self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)  # type: ignore[has-type]
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         async with self.threads.lend():
@@ -82,8 +83,8 @@ class APIHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         # Django's loader reads settings.MIDDLEWARE itself; this is its
         # synchronous path over another list (every entry here is sync-capable).
-        self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []
-        handler = convert_exception_to_response(self._get_response)
+        self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []  # type: ignore[var-annotated]
+        handler = convert_exception_to_response(self._get_response)  # type: ignore[attr-defined]  # private, not in the stubs
         for path in reversed(settings.API_MIDDLEWARE):
             middleware = import_string(path)(handler)
             if hasattr(middleware, "process_view"):

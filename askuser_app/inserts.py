@@ -8,13 +8,14 @@ services insert a prompt's rows through here instead.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Field, Model
 from django.db.models.constants import OnConflict
 
 # Per (model, row count, conflicts ignored): the INSERT's SQL, the fields it writes and those it returns.
-_shapes: dict[tuple[type[Model], int, bool], tuple[str, list[Field], list[Field]]] = {}
+_shapes: dict[tuple[type[Model], int, bool], tuple[str, list[Field[Any, Any]], list[Field[Any, Any]]]] = {}
 
 
 def insert_rows(objs: Sequence[Model], *, ignore_conflicts: bool = False) -> int:

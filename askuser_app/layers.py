@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from channels.layers import InMemoryChannelLayer as StockInMemoryChannelLayer
 
@@ -15,7 +16,7 @@ class InMemoryChannelLayer(StockInMemoryChannelLayer):
 
     SWEEP_EVERY = 1.0
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._swept_at = 0.0
 

@@ -31,33 +31,34 @@ class DatabaseWrapper(base.DatabaseWrapper):
     holds_write_lock = False
 
     def _start_transaction_under_autocommit(self) -> None:
-        if self.transaction_mode not in ("IMMEDIATE", "EXCLUSIVE"):
-            return super()._start_transaction_under_autocommit()
+        # transaction_mode and these methods are the backend's own, left out of the stubs.
+        if self.transaction_mode not in ("IMMEDIATE", "EXCLUSIVE"):  # type: ignore[attr-defined]
+            return super()._start_transaction_under_autocommit()  # type: ignore[misc, no-any-return]
         lock = write_lock(str(self.settings_dict["NAME"]))
         # As long as SQLite itself would wait for the lock, then the same error.
         if not lock.acquire(timeout=self.settings_dict["OPTIONS"].get("timeout", 5)):
             raise OperationalError("database is locked")
         self.holds_write_lock = True
         try:
-            super()._start_transaction_under_autocommit()
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]
         except BaseException:
             self._release_write_lock()
             raise
 
     def _commit(self) -> None:
-        super()._commit()
+        super()._commit()  # type: ignore[misc]
         # Only once committed: a failed commit is rolled back, which releases it.
         self._release_write_lock()
 
     def _rollback(self) -> None:
         try:
-            super()._rollback()
+            super()._rollback()  # type: ignore[misc]
         finally:
             self._release_write_lock()
 
     def _close(self) -> None:
         try:
-            super()._close()
+            super()._close()  # type: ignore[misc]
         finally:
             self._release_write_lock()
 
