@@ -33,9 +33,11 @@ test: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
+## lint: ruff (style) and mypy (types, strict on askuser_app)
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(VENV)/.dev
 	$(BIN)/ruff format .

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from asgiref.sync import sync_to_async
 from django import forms
@@ -24,12 +24,13 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.asgi import ASGIRequest
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, prefetch_related_objects
+from django.db.models import Count, Model, OuterRef, Q, QuerySet, Subquery, prefetch_related_objects
 from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect, StreamingHttpResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -42,14 +43,36 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 from . import history, services
 from .models import Agent, Answer, Option, Prompt, Question, Run, Session, WebhookAttempt, WebhookDelivery
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django_stubs_ext import StrPromise, WithAnnotations
+
+    # The stubs make these generic over their models; Django's classes take no
+    # parameters at run time.
+    ModelAdmin = admin.ModelAdmin[Any]
+    TabularInline = admin.TabularInline[Any, Any]
+    InlineFormSet = BaseInlineFormSet[Any, Any, Any]
+else:
+    ModelAdmin, TabularInline, InlineFormSet = admin.ModelAdmin, admin.TabularInline, BaseInlineFormSet
+
 PENDING = Prompt.Status.PENDING
+
+
+class PromptsTotal(TypedDict):
+    prompts_total: int
+
+
+def staff_user(request: HttpRequest) -> User:
+    """Who is using the admin: its login lets in only active staff."""
+    assert not isinstance(request.user, AnonymousUser)
+    return request.user
 
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def changelist_url(model: type, **filters: Any) -> str:
+def changelist_url(model: type[Model], **filters: Any) -> str:
     # Admin URL names use the lower-cased class name (model_name).
     url = reverse(f"admin:askuser_app_{model.__name__.lower()}_changelist")
     return f"{url}?{urlencode(filters)}" if filters else url
@@ -59,7 +82,7 @@ def link(url: str, text: Any) -> str:
     return render_to_string("admin/askuser_app/link.html", {"url": url, "text": text})
 
 
-class HistoryAdmin(admin.ModelAdmin):
+class HistoryAdmin(ModelAdmin):
     """Django's view permissions decide who reads the history; nobody adds, edits or
     deletes a record by hand."""
 
@@ -82,24 +105,32 @@ class CreatedFilter(admin.DateFieldListFilter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
-        yesterday = {self.lookup_kwarg_since: today - timedelta(days=1), self.lookup_kwarg_until: today}
+        yesterday: dict[str, bool | date | datetime] = {
+            self.lookup_kwarg_since: today - timedelta(days=1),
+            self.lookup_kwarg_until: today,
+        }
         self.links = (*self.links[:2], ("Yesterday", yesterday), *self.links[2:])
 
 
 class AgentFilter(admin.RelatedFieldListFilter):
     """Agents with their owners: two owners may both call theirs "helper"."""
 
-    def field_choices(self, field: Any, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[Any, str]]:
+    def field_choices(
+        self, field: Any, request: HttpRequest, model_admin: ModelAdmin
+    ) -> list[tuple[str, str | StrPromise]]:
         agents = Agent.objects.select_related("owner").order_by("name", "owner__username")
-        return [(a.pk, f"{a.name} ({a.owner.get_username()})") for a in agents]
+        # Keys as strings: the filter compares them with the query string.
+        return [(str(a.pk), f"{a.name} ({a.owner.get_username()})") for a in agents]
 
 
 class OwnerFilter(admin.RelatedFieldListFilter):
     """Only users who have agents: nobody else has been asked anything."""
 
-    def field_choices(self, field: Any, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[Any, str]]:
+    def field_choices(
+        self, field: Any, request: HttpRequest, model_admin: ModelAdmin
+    ) -> list[tuple[str, str | StrPromise]]:
         owners = get_user_model().objects.filter(pk__in=Agent.objects.values("owner_id")).order_by("username")
-        return [(user.pk, user.get_username()) for user in owners]
+        return [(str(user.pk), user.get_username()) for user in owners]
 
 
 class SurfaceFilter(admin.SimpleListFilter):
@@ -107,7 +138,7 @@ class SurfaceFilter(admin.SimpleListFilter):
     parameter_name = "surface"
     NONE = "-"
 
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: ModelAdmin) -> list[tuple[str, str]]:
         surfaces = Prompt.objects.exclude(surface="").order_by("surface").values_list("surface", flat=True).distinct()
         return [*((s, s) for s in surfaces), (self.NONE, "none (pending or expired)")]
 
@@ -122,7 +153,7 @@ class RevokedFilter(admin.SimpleListFilter):
     title = "token"
     parameter_name = "revoked"
 
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: ModelAdmin) -> list[tuple[str, str]]:
         return [("no", "active"), ("yes", "revoked")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> QuerySet[Agent]:
@@ -158,7 +189,7 @@ class PromptColumns:
         return history.duration_text(history.took(prompt))
 
 
-class PromptQuerySet(QuerySet):
+class PromptQuerySet(QuerySet[Prompt]):
     """Prompts whose date hierarchy asks the ``created_at`` index.
 
     Django finds the years, months or days that have rows by truncating every
@@ -166,7 +197,14 @@ class PromptQuerySet(QuerySet):
     prompts). Here each candidate period between the first and the last date is
     one index range probe instead."""
 
-    def datetimes(self, field_name: str, kind: str, order: str = "ASC", tzinfo: Any = None) -> list[datetime]:
+    # A list, not a QuerySet as the stubs say: the date hierarchy only iterates it.
+    def datetimes(  # type: ignore[override]
+        self,
+        field_name: str,
+        kind: Literal["year", "month", "week", "day", "hour", "minute", "second"],
+        order: Literal["ASC", "DESC"] = "ASC",
+        tzinfo: Any = None,
+    ) -> list[datetime]:
         if kind not in PERIODS or tzinfo is not None:
             return list(super().datetimes(field_name, kind, order, tzinfo))
         rows = self.order_by()
@@ -288,7 +326,7 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
         ),
     )
     readonly_fields = (
-        *(name for _, options in fieldsets for name in options["fields"]),
+        *(name for _, options in fieldsets for name in options["fields"] if isinstance(name, str)),  # no pairs here
         "question_list",
         "answer_summary",
     )
@@ -351,7 +389,7 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
         cancelled = 0
         for prompt in pending:
             try:
-                services.cancel(prompt, by=request.user, surface="admin")
+                services.cancel(prompt, by=staff_user(request), surface="admin")
             except services.AlreadyResolved as lost:
                 label = f"{prompt.session.key} · {prompt.pk}"
                 self.message_user(request, f"Not cancelled: {label}: {lost.message}", messages.WARNING)
@@ -377,7 +415,7 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
             *super().get_urls(),
         ]
 
-    def export_view(self, request: HttpRequest) -> HttpResponse:
+    def export_view(self, request: HttpRequest) -> HttpResponseBase:
         """The changelist's prompts (same filters, search and order) as CSV, one row per question."""
         if not self.has_view_permission(request):
             raise PermissionDenied
@@ -426,8 +464,11 @@ def streamed(request: HttpRequest, chunks: Iterator[bytes]) -> Iterator[bytes] |
         return chunks
 
     async def pull() -> AsyncIterator[bytes]:
-        step = sync_to_async(next, thread_sensitive=True)
-        while (chunk := await step(chunks, None)) is not None:
+        def next_chunk() -> bytes | None:
+            return next(chunks, None)
+
+        step = sync_to_async(next_chunk, thread_sensitive=True)
+        while (chunk := await step()) is not None:
             yield chunk
 
     return pull()
@@ -443,7 +484,7 @@ def prompt_count(field: str) -> Coalesce:
     return Coalesce(Subquery(counted.values("n")), 0)
 
 
-class LatestPrompts(BaseInlineFormSet):
+class LatestPrompts(InlineFormSet):
     """The latest prompts only, with a link to all of them: a session may hold thousands."""
 
     shown = 50
@@ -461,7 +502,7 @@ class LatestPrompts(BaseInlineFormSet):
         return changelist_url(Prompt, **{f"{self.fk.name}__id__exact": self.instance.pk})
 
 
-class PromptInline(PromptColumns, admin.TabularInline):
+class PromptInline(PromptColumns, TabularInline):
     model = Prompt
     formset = LatestPrompts
     template = "admin/askuser_app/edit_inline/prompts.html"
@@ -502,10 +543,11 @@ class SessionAdmin(HistoryAdmin):
     inlines = (PromptInline,)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Session]:
-        return super().get_queryset(request).annotate(prompts_total=prompt_count("session"))
+        sessions: QuerySet[Session] = super().get_queryset(request)
+        return sessions.annotate(prompts_total=prompt_count("session"))
 
     @admin.display(description="prompts", ordering="prompts_total")
-    def prompt_count(self, session: Session) -> str:
+    def prompt_count(self, session: WithAnnotations[Session, PromptsTotal]) -> str:
         return link(changelist_url(Prompt, session__id__exact=session.pk), session.prompts_total)
 
 
@@ -520,14 +562,15 @@ class RunAdmin(HistoryAdmin):
     inlines = (PromptInline,)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
-        return super().get_queryset(request).annotate(prompts_total=prompt_count("run"))
+        runs: QuerySet[Run] = super().get_queryset(request)
+        return runs.annotate(prompts_total=prompt_count("run"))
 
     @admin.display(description="owner", ordering="agent__owner__username")
     def owner(self, run: Run) -> str:
         return run.agent.owner.get_username()
 
     @admin.display(description="prompts", ordering="prompts_total")
-    def prompt_count(self, run: Run) -> str:
+    def prompt_count(self, run: WithAnnotations[Run, PromptsTotal]) -> str:
         return link(changelist_url(Prompt, run__id__exact=run.pk), run.prompts_total)
 
 
@@ -542,7 +585,9 @@ class NewAgentForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["owner"].queryset = get_user_model().objects.filter(is_active=True).order_by("username")
+        owner = self.fields["owner"]
+        assert isinstance(owner, forms.ModelChoiceField)
+        owner.queryset = get_user_model().objects.filter(is_active=True).order_by("username")
 
 
 @admin.register(Agent)
@@ -557,10 +602,11 @@ class AgentAdmin(HistoryAdmin):
     actions = ("revoke", "rotate")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
-        return super().get_queryset(request).annotate(prompts_total=prompt_count("agent"))
+        agents: QuerySet[Agent] = super().get_queryset(request)
+        return agents.annotate(prompts_total=prompt_count("agent"))
 
     @admin.display(description="prompts", ordering="prompts_total")
-    def prompt_count(self, agent: Agent) -> str:
+    def prompt_count(self, agent: WithAnnotations[Agent, PromptsTotal]) -> str:
         return link(changelist_url(Prompt, agent__id__exact=agent.pk), agent.prompts_total)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -628,17 +674,17 @@ class AgentAdmin(HistoryAdmin):
 # --- webhooks: every delivery and each of its attempts, read-only -------------------------
 
 
-class WebhookAttemptInline(admin.TabularInline):
+class WebhookAttemptInline(TabularInline):
     model = WebhookAttempt
     extra = 0
     can_delete = False
-    fields = ["number", "started_at", "duration_ms", "status_code", "error", "response_excerpt"]
+    fields = ("number", "started_at", "duration_ms", "status_code", "error", "response_excerpt")
     readonly_fields = fields
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from .models import Agent
 
 TOKEN_PREFIX = "au_"
 # last_used_at is written at most this often, so reads stay reads.
@@ -34,7 +38,7 @@ def bearer_token(authorization: str | None) -> str:
     return token.strip()
 
 
-def agent_for(authorization: str | None):
+def agent_for(authorization: str | None) -> Agent:
     """The active agent the Authorization header names, or Unauthorized."""
     from .models import Agent
 

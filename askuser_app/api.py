@@ -17,6 +17,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI, Path
 from ninja.security import HttpBearer
+from pydantic import BaseModel
 
 from . import agentauth, contract, edge, services
 from .models import Agent
@@ -24,6 +25,12 @@ from .models import Agent
 log = logging.getLogger("askuser")
 
 ERRORS: dict[int, Any] = {code: contract.ErrorOut for code in (400, 401, 403, 404, 409, 413, 422)}
+
+
+class AgentRequest(HttpRequest):
+    """A request AgentToken let in: ``auth`` is its agent."""
+
+    auth: Agent
 
 
 class AgentToken(HttpBearer):
@@ -40,6 +47,7 @@ class AgentAPI(NinjaAPI):
     def get_openapi_schema(self, **kwargs: Any) -> Any:
         schema = super().get_openapi_schema(**kwargs)
         components = schema.setdefault("components", {}).setdefault("schemas", {})
+        model: type[BaseModel]
         for model in (contract.CreatePromptIn, contract.MessageIn):
             body = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(body.pop("$defs", {}))
@@ -67,7 +75,8 @@ def on_refusal(request: HttpRequest, exc: Exception) -> JsonResponse:
 
 
 for refused in edge.REFUSED:
-    api.add_exception_handler(refused, on_refusal)
+    # django-ninja types the exception as an instance or a class; it passes the instance.
+    api.add_exception_handler(refused, on_refusal)  # type: ignore[arg-type]
 
 
 def read_json(request: HttpRequest) -> Any:
@@ -144,7 +153,7 @@ KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
     openapi_extra=body_of(contract.CreatePromptIn),
     summary="Ask the user",
 )
-def create_prompt(request: HttpRequest) -> JsonResponse:
+def create_prompt(request: AgentRequest) -> JsonResponse:
     """Store a prompt (SPEC 3.1) for the session's owner to answer. A retry with
     the same ``Idempotency-Key`` returns the same prompt, never a second one."""
     created, headers = create(request.auth, request.headers.get("Idempotency-Key"), request_body(request))
@@ -160,7 +169,11 @@ def create_prompt(request: HttpRequest) -> JsonResponse:
     openapi_extra=body_of(contract.MessageIn),
     summary="Post a chat message",
 )
-def post_message(request: HttpRequest, key: str = Path(..., pattern=KEY_PATTERN, max_length=128)) -> JsonResponse:
+# django-ninja types Path for the Path[str] form only; the call form returns the same parameter.
+def post_message(
+    request: AgentRequest,
+    key: str = Path(..., pattern=KEY_PATTERN, max_length=128),  # type: ignore[type-arg]
+) -> JsonResponse:
     """Say something in the session's chat; the session is created on first use."""
     said = contract.validated(contract.MessageIn, read_json(request))
     message = services.post_agent_message(request.auth, key, said.text, title=said.title)
@@ -170,18 +183,18 @@ def post_message(request: HttpRequest, key: str = Path(..., pattern=KEY_PATTERN,
 @api.post(
     "/prompts/{prompt_id}/cancel", response={200: contract.ResultOut, **ERRORS}, summary="Cancel a pending prompt"
 )
-def cancel_prompt(request: HttpRequest, prompt_id: str) -> JsonResponse:
+def cancel_prompt(request: AgentRequest, prompt_id: str) -> JsonResponse:
     """Resolve the prompt as ``no_answer`` (reason ``cancelled``); 409 when it is no longer pending."""
     prompt = services.prompt_for_owner(request.auth.owner_id, prompt_id)
     services.cancel(prompt, agent=request.auth)
     return JsonResponse(prompt.result, json_dumps_params={"ensure_ascii": False})
 
 
-RunId = Path(..., pattern=KEY_PATTERN, max_length=128)
+RunId = Path(..., pattern=KEY_PATTERN, max_length=128)  # type: ignore[type-arg]  # as above
 
 
 @api.post("/runs/{run_id}/abort", response={200: contract.AbortedOut, **ERRORS}, summary="Abort a run")
-def abort_run(request: HttpRequest, run_id: str = RunId) -> JsonResponse:
+def abort_run(request: AgentRequest, run_id: str = RunId) -> JsonResponse:
     """Mark the run aborted and cancel its pending prompt (reason ``aborted``);
     the run cannot ask again."""
     aborted = services.abort_run(request.auth, run_id)
@@ -198,7 +211,7 @@ def abort_run(request: HttpRequest, run_id: str = RunId) -> JsonResponse:
 
 
 @api.get("/tool", auth=None, summary="The ask_user tool definition")
-def tool(request: HttpRequest) -> dict[str, Any]:
+def tool(request: AgentRequest) -> dict[str, Any]:
     """Name, JSON schema and model-facing guidance to register ask_user with a model."""
     return contract.tool_definition()
 

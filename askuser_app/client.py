@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -175,8 +175,12 @@ class Pause:
     seconds: float
 
 
+T = TypeVar("T")
 Reply = httpx.Response | httpx.TransportError
-Steps = Generator[Call | Pause, Reply | None, Any]
+# A step generator yields requests and pauses, is sent the replies (None after
+# a pause), and returns what the operation returns.
+Steps = Generator[Call | Pause, Reply | None, T]
+JSON = dict[str, Any]
 
 
 def backoff(first: float = 0.25, cap: float = 5.0) -> Iterator[float]:
@@ -193,14 +197,14 @@ def retry_after(reply: Reply, fallback: float) -> float:
     return fallback
 
 
-def retrying(call: Call, until: float, prompt_id: str | None = None) -> Steps:
+def retrying(call: Call, until: float, prompt_id: str | None = None) -> Steps[JSON]:
     """Make ``call`` until it gets a non-retryable reply or ``until`` (monotonic) passes."""
     delays = backoff()
     told = False
     while True:
         reply = yield call
-        retryable = isinstance(reply, httpx.TransportError) or reply.status_code in RETRYABLE_STATUSES
-        if not retryable:
+        assert reply is not None  # a call is always answered
+        if isinstance(reply, httpx.Response) and reply.status_code not in RETRYABLE_STATUSES:
             return parsed(reply)
         pause = retry_after(reply, next(delays))
         if time.monotonic() + pause > until:
@@ -232,16 +236,18 @@ def reason_of(error: httpx.TransportError) -> str:
     return str(error) or type(error).__name__
 
 
-def once(call: Call) -> Steps:
+def once(call: Call) -> Steps[JSON]:
     reply = yield call
+    assert reply is not None  # a call is always answered
     if isinstance(reply, httpx.TransportError):
         raise unavailable(reply, None)
     return parsed(reply)
 
 
-def parsed(reply: httpx.Response) -> Any:
+def parsed(reply: httpx.Response) -> JSON:
     if reply.is_success:
-        return reply.json()
+        body: JSON = reply.json()  # the API answers every success with an object
+        return body
     raise error_for(reply)
 
 
@@ -277,7 +283,7 @@ def build_body(
     callback_url: str | None,
 ) -> dict[str, Any]:
     """The create body; ``questions`` may also be a whole ask_user tool input."""
-    body = dict(questions) if isinstance(questions, Mapping) else {"questions": list(questions)}
+    body: dict[str, Any] = dict(questions) if isinstance(questions, Mapping) else {"questions": list(questions)}
     body.update(session=session, run_kind=run_kind)
     if run_id is not None:
         body["run_id"] = run_id
@@ -329,26 +335,32 @@ class Operations:
     ) -> Asking:
         if session is None:  # the client's own session goes with its own title
             session, title = self.session, title or self.title
-        fields = {"run_id": run_id, "timeout_seconds": timeout_seconds, "callback_url": callback_url}
-        body = build_body(questions, session=session, run_kind=run_kind, **fields)
+        body = build_body(
+            questions,
+            session=session,
+            run_kind=run_kind,
+            run_id=run_id,
+            timeout_seconds=timeout_seconds,
+            callback_url=callback_url,
+        )
         if title:
             body["title"] = title
         return Asking(body)
 
-    def ask_steps(self, asking: Asking) -> Steps:
+    def ask_steps(self, asking: Asking) -> Steps[JSON]:
         started = time.monotonic()
         created = yield from self.create_steps(asking)
         deadline = started + created["timeoutSeconds"] + self.grace
         return (yield from self.wait_steps(created["id"], deadline))
 
-    def create_steps(self, asking: Asking) -> Steps:
+    def create_steps(self, asking: Asking) -> Steps[JSON]:
         call = Call("POST", "/api/v1/prompts", asking.body, headers={"Idempotency-Key": asking.key})
         asking.create_sent = True
         created = yield from retrying(call, time.monotonic() + self.retry_for)
         asking.prompt_id = created["id"]
         return created
 
-    def wait_steps(self, prompt_id: str, deadline: float | None = None) -> Steps:
+    def wait_steps(self, prompt_id: str, deadline: float | None = None) -> Steps[JSON]:
         """Repeat the bounded long-poll until the prompt is no longer pending."""
         call = Call(
             "GET", f"/api/v1/prompts/{prompt_id}", params={"wait": self.wait_seconds}, timeout=self.wait_seconds + 15
@@ -366,7 +378,7 @@ class Operations:
         expires_at = datetime.fromisoformat(pending["expires_at"].replace("Z", "+00:00")).timestamp()
         return time.monotonic() + max(expires_at - time.time(), 0) + self.grace
 
-    def abandon_steps(self, asking: Asking) -> Steps:
+    def abandon_steps(self, asking: Asking) -> Steps[None]:
         """Cancel what an interrupted ask left pending; best effort, never raises."""
         try:
             if asking.prompt_id is None and asking.create_sent:
@@ -379,14 +391,14 @@ class Operations:
         except AskUserError:
             pass  # already resolved (409), or unreachable: nothing more to do
 
-    def result_steps(self, prompt_id: str, wait: float) -> Steps:
+    def result_steps(self, prompt_id: str, wait: float) -> Steps[JSON]:
         call = Call("GET", f"/api/v1/prompts/{prompt_id}", params={"wait": min(wait, MAX_WAIT)}, timeout=wait + 15)
         return (yield from retrying(call, time.monotonic() + self.retry_for, prompt_id))
 
-    def post_steps(self, path: str) -> Steps:
+    def post_steps(self, path: str) -> Steps[JSON]:
         return (yield from retrying(Call("POST", path), time.monotonic() + self.retry_for))
 
-    def get_steps(self, path: str) -> Steps:
+    def get_steps(self, path: str) -> Steps[JSON]:
         return (yield from retrying(Call("GET", path), time.monotonic() + self.retry_for))
 
 
@@ -487,13 +499,14 @@ class AskUserClient:
     def tool_definition(self) -> dict[str, Any]:
         return self.run(self.ops.get_steps("/api/v1/tool"))
 
-    def run(self, steps: Steps) -> Any:
+    def run(self, steps: Steps[T]) -> T:
         reply: Reply | None = None
         while True:
             try:
                 step = steps.send(reply)
             except StopIteration as done:
-                return done.value
+                value: T = done.value
+                return value
             if isinstance(step, Pause):
                 time.sleep(step.seconds)
                 reply = None
@@ -569,13 +582,14 @@ class AsyncAskUserClient:
     async def tool_definition(self) -> dict[str, Any]:
         return await self.run(self.ops.get_steps("/api/v1/tool"))
 
-    async def run(self, steps: Steps) -> Any:
+    async def run(self, steps: Steps[T]) -> T:
         reply: Reply | None = None
         while True:
             try:
                 step = steps.send(reply)
             except StopIteration as done:
-                return done.value
+                value: T = done.value
+                return value
             if isinstance(step, Pause):
                 await anyio.sleep(step.seconds)
                 reply = None
@@ -630,4 +644,5 @@ def verify_signature(
 
 def webhook_result(body: bytes) -> dict[str, Any]:
     """The result a verified webhook carries."""
-    return json.loads(body)
+    result: dict[str, Any] = json.loads(body)
+    return result

@@ -58,19 +58,23 @@ class LiveConsumer(AsyncWebsocketConsumer):
         key = self.scope["url_route"]["kwargs"].get("key")
         if key is not None and not contract.is_session_key(key):
             # No session has such a key; PostgreSQL would refuse to even look (a NUL byte).
-            return await self.close(code=CLOSE_NOT_FOUND)
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
         # One database call for the login, the user and the session followed.
         opened = await database_call(socketauth.open_socket)(self.cookies, key)
         if opened.user is None:
-            return await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
         # Kept where Channels' auth middleware would put it, for what reads it later.
         self.scope["user"] = user = opened.user
         self.session = opened.session
         if key is not None and self.session is None:
-            return await self.close(code=CLOSE_NOT_FOUND)
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
         if not self.hold(user):
             await self.accept()
-            return await self.close(code=CLOSE_TOO_MANY)
+            await self.close(code=CLOSE_TOO_MANY)
+            return
         self.group = session_group(self.session.pk) if self.session else user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -102,19 +106,22 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def prompt_changed(self, event: dict[str, Any]) -> None:
         if self.session is None:
-            return await self.send(text_data=await self.render(self.render_sessions))
+            await self.send(text_data=await self.render(self.render_sessions))
+            return
         # A prompt that just appeared has no summary to look up yet.
         change = functools.partial(ui.render_prompt_change, appeared=event.get("status") == "pending")
         await self.send(text_data=await self.render(change, self.session, event["prompt_id"], self.cookies))
 
     async def message_created(self, event: dict[str, Any]) -> None:
         if self.session is None:
-            return await self.send(text_data=await self.render(self.render_sessions))
+            await self.send(text_data=await self.render(self.render_sessions))
+            return
         await self.send(text_data=await self.render(ui.render_message, event["message_id"]))
 
     @property
     def cookies(self) -> dict[str, str]:
-        return self.scope.get("cookies", {})
+        cookies: dict[str, str] = self.scope.get("cookies", {})
+        return cookies
 
     def render_state(self) -> str:
         """The state as of joining; a session page says since when it needs the timeline."""
@@ -132,4 +139,5 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     @staticmethod
     async def render(function: Any, *args: Any) -> str:
-        return await database_sync_to_async(function)(*args)
+        html: str = await database_sync_to_async(function)(*args)
+        return html

@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 import functools
 import unicodedata
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import regex
@@ -252,17 +253,17 @@ def field_path(loc: tuple[int | str, ...] | list[int | str]) -> str:
     return path
 
 
-def _message(error: dict[str, Any]) -> str:
+def _message(error: Mapping[str, Any]) -> str:
     kind, ctx, loc = error["type"], error.get("ctx") or {}, error["loc"]
     if kind == "askuser":
-        return error["msg"]
+        return str(error["msg"])
     if kind in ("too_short", "too_long") and loc and loc[-1] in _COUNT_MESSAGES:
         return f"{_COUNT_MESSAGES[loc[-1]]} (got {ctx.get('actual_length')})"
     if kind == "too_long" and isinstance(error.get("input"), str):
         return f"must be at most {ctx.get('max_length')} characters (got {len(error['input'])})"
     template = _TYPE_MESSAGES.get(kind)
     if template is None:
-        return error["msg"]
+        return str(error["msg"])
     hint = _PATTERN_HINTS.get(str(ctx.get("pattern")), "has the wrong form")
     return template.format(pattern_hint=hint, **ctx)
 
@@ -281,13 +282,14 @@ class ContractError(Exception):
         return f"{first['path']}: {first['message']}{more}."
 
 
-def describe_errors(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
+def describe_errors(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
     """Pydantic errors as ``{path, message}`` pairs in our own words."""
     return [{"path": field_path(error["loc"]) or "body", "message": _message(error)} for error in errors]
 
 
 def _duplicates(values: list[str], path: str) -> list[dict[str, str]]:
-    errors, seen = [], {}
+    errors: list[dict[str, str]] = []
+    seen: dict[str, int] = {}
     for index, value in enumerate(values):
         folded = fold(value)
         if folded in seen:
@@ -297,7 +299,10 @@ def _duplicates(values: list[str], path: str) -> list[dict[str, str]]:
     return errors
 
 
-def validated(model: type[Strict], data: Any) -> Any:
+StrictModel = TypeVar("StrictModel", bound=Strict)
+
+
+def validated(model: type[StrictModel], data: Any) -> StrictModel:
     """``data`` as ``model`` or ContractError naming every broken rule."""
     if not isinstance(data, dict):
         raise ContractError([{"path": "body", "message": "must be a JSON object"}])

@@ -141,7 +141,8 @@ class FrontDoor:
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope["headers"]:
         if key == name:
-            return value.decode("latin-1")
+            name_value: str = value.decode("latin-1")
+            return name_value
     return None
 
 

@@ -63,7 +63,7 @@ def outcome_caption(prompt: Prompt) -> str:
     outcome = wording.outcome_of(prompt.status, prompt.reason)
     if outcome is None:
         return ""
-    who = prompt.resolved_by.get_username() if prompt.resolved_by_id else None
+    who = prompt.resolved_by.get_username() if prompt.resolved_by else None
     return wording.caption(outcome, prompt.surface, who, wording.for_person)
 
 
@@ -250,7 +250,7 @@ def _csv_row(prompt: ExportedPrompt, question: ExportedQuestion) -> list[Any]:
     ]
 
 
-def _json(values: list[str]) -> str:
+def _json(values: list[str] | None) -> str:
     return json.dumps(values, ensure_ascii=False)
 
 
@@ -345,10 +345,13 @@ def dashboard(days: int = DEFAULT_DAYS, agent: Agent | None = None) -> Dashboard
     prompts = Prompt.objects.filter(created_at__gte=since)
     if agent is not None:
         prompts = prompts.filter(agent=agent)
-    overall, by_agent, by_day = Tally(), defaultdict(Tally), defaultdict(Counter)
+    overall = Tally()
+    by_agent: defaultdict[int, Tally] = defaultdict(Tally)
+    by_day: defaultdict[date, Counter[str]] = defaultdict(Counter)
     rows = prompts.order_by().values_list("agent_id", "status", "reason", "created_at", "resolved_at")
     for agent_id, status, reason, created, resolved in rows.iterator(chunk_size=2000):
-        seconds = (resolved - created).total_seconds() if status == ANSWERED else None
+        # An answered prompt always has its resolved_at; the check is for the types.
+        seconds = (resolved - created).total_seconds() if status == ANSWERED and resolved is not None else None
         overall.add(status, reason, seconds)
         by_agent[agent_id].add(status, reason, seconds)
         by_day[timezone.localtime(created).date()][status] += 1
@@ -429,7 +432,8 @@ def chart(days: list[Day]) -> Chart:
     baseline = CHART_TOP + plot_height
     bars = []
     for index, day in enumerate(days):
-        y, segments = baseline, []
+        y: float = baseline
+        segments: list[tuple[str, float, float, int]] = []
         for kind, count in (("answered", day.answered), ("no_answer", day.no_answer), ("pending", day.pending)):
             height = plot_height * count / top
             y -= height
@@ -445,7 +449,7 @@ def _nice_ceiling(value: int) -> int:
     """A round number at least ``value`` that divides into four grid steps (4, 8, 20, 40, 100, …)."""
     if value <= 4:
         return 4
-    magnitude = 10 ** int(math.log10(value))
+    magnitude: int = 10 ** int(math.log10(value))
     for step in (1, 2, 4, 5, 8, 10):
         if step * magnitude >= value and (step * magnitude) % 4 == 0:
             return step * magnitude

@@ -110,7 +110,8 @@ async def wait_for_result(
         with parked.hold(agent, address):
             event = await _next(inbox, min(wait, deadline - time.time() + 0.01))
         if event is not None:
-            return event["result"]
+            result: dict[str, Any] = event["result"]
+            return result
     # Past the deadline, this read expires the prompt; a wait that could not
     # subscribe heard nothing, so it reads too. Otherwise it is still pending.
     return (await _read_state(authorization, key))[1] if time.time() >= deadline or inbox.deaf else state
@@ -250,7 +251,8 @@ class LongPoll(AsyncHttpConsumer):
     def authorization(self) -> str | None:
         for name, value in self.scope["headers"]:
             if name == b"authorization":
-                return value.decode("latin-1")
+                header: str = value.decode("latin-1")
+                return header
         return None
 
     @property
@@ -260,10 +262,12 @@ class LongPoll(AsyncHttpConsumer):
 
     def param(self, name: str) -> str | None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
-        return (query.get(name) or [None])[-1]
+        values: list[str | None] = query.get(name) or [None]
+        return values[-1]
 
     def path_param(self, name: str) -> str:
-        return self.scope["url_route"]["kwargs"][name]
+        value: str = self.scope["url_route"]["kwargs"][name]
+        return value
 
 
 class PromptWait(LongPoll):

@@ -33,7 +33,7 @@ import json
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -116,7 +116,9 @@ def build_server(asker_for: AskerFor, *, progress_every: float | None = None) ->
     return Server("askuser", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def with_progress(ctx: ServerRequestContext[Any, Any], asking: Any, every: float) -> dict[str, Any]:
+async def with_progress(
+    ctx: ServerRequestContext[Any, Any], asking: Awaitable[dict[str, Any]], every: float
+) -> dict[str, Any]:
     """Await the answer, telling the MCP client every ``every`` seconds that it is still coming."""
 
     async def tick() -> None:
@@ -221,16 +223,17 @@ class HttpEndpoint:
     @contextlib.asynccontextmanager
     async def asker_for(self, ctx: ServerRequestContext[Any, Any]) -> AsyncIterator[Asker]:
         request = ctx.request
+        assert request is not None  # over HTTP every call comes with its request
         token = agentauth.bearer_token(request.headers.get("authorization"))
         base_url = f"http://{request.headers.get('host', 'localhost')}"
         # The caller's address, so that its waits count against its own cap.
         client = (request.client.host, request.client.port) if request.client else ("127.0.0.1", 0)
         transport = httpx.ASGITransport(app=self.api_app, client=client)
-        async with AsyncAskUserClient(base_url, token, transport=transport) as client:
+        async with AsyncAskUserClient(base_url, token, transport=transport) as askuser:
             query = request.query_params
             given = query.get("session")
             session = given or http_session_key(request.headers.get("mcp-session-id"))
-            yield Asker(client, session, query.get("run_id") or None, None if given else client_name(ctx))
+            yield Asker(askuser, session, query.get("run_id") or None, None if given else client_name(ctx))
 
     async def manager(self) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()

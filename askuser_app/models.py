@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -171,7 +173,7 @@ class Prompt(models.Model):
     def is_pending(self) -> bool:
         return self.status == self.Status.PENDING
 
-    def is_overdue(self, now=None) -> bool:
+    def is_overdue(self, now: datetime | None = None) -> bool:
         return self.is_pending and self.expires_at <= (now or timezone.now())
 
 
@@ -247,7 +249,7 @@ class PromptEvent(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
             raise ValueError("Prompt events are append-only.")
         super().save(*args, **kwargs)

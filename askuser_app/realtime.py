@@ -93,7 +93,7 @@ def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
 # --- the hub ---------------------------------------------------------------------
 
 
-class Inbox(asyncio.Queue):
+class Inbox(asyncio.Queue[dict[str, Any]]):
     """Where a waiting request receives its group's messages.
 
     ``deaf`` when the channel layer could not be reached to subscribe: no

@@ -17,10 +17,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Min, QuerySet
@@ -30,6 +29,9 @@ from . import contract, realtime, signals, textreply, webhooks, wording
 from .agentauth import hash_token, new_token
 from .chars import control_character, fold
 from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session, new_webhook_secret
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User  # the model AUTH_USER_MODEL names
 
 log = logging.getLogger("askuser")
 
@@ -91,7 +93,7 @@ class AlreadyResolved(Conflict):
 # --- agents --------------------------------------------------------------------
 
 
-def create_agent(name: str, owner: AbstractBaseUser) -> tuple[Agent, str]:
+def create_agent(name: str, owner: User) -> tuple[Agent, str]:
     """A new agent and its token; the token is returned once and stored only as a hash."""
     token = new_token()
     agent = Agent.objects.create(name=name, owner=owner, token_hash=hash_token(token), token_prefix=token[:10])
@@ -127,7 +129,7 @@ class Asked:
 
 def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str | None = None) -> Asked:
     """Store a new pending prompt for the agent's session, or refuse it."""
-    if request.run_kind != Run.Kind.MAIN:
+    if request.run_kind != Run.Kind.MAIN:  # type: ignore[comparison-overlap]  # a TextChoices member is its str
         raise Refused("ask_user is available only in the main session; a subagent run cannot ask the user.")
     digest = request_digest(request)
     with transaction.atomic():
@@ -158,7 +160,7 @@ def _check_rate(agent: Agent) -> None:
     _check_window(Prompt.objects.filter(agent=agent), settings.ASKUSER_RATE_LIMIT, "asked {limit} times")
 
 
-def _check_window(made: QuerySet, limit: int, done: str) -> None:
+def _check_window(made: QuerySet[Any], limit: int, done: str) -> None:
     """Refuse a ``limit``-th + 1 row of ``made`` within RATE_WINDOW; 0 means no limit."""
     if not limit:
         return
@@ -249,7 +251,8 @@ def _run_for(agent: Agent, session: Session, run_id: str | None) -> Run:
     if run.session_id is None:
         Run.objects.filter(pk=run.pk).update(session=session)
     elif run.session_id != session.pk:
-        raise Conflict(f"Run {run_id} belongs to session {run.session.key}, not {session.key}.")
+        # A run with a session_id has its session; the stubs see the nullable key.
+        raise Conflict(f"Run {run_id} belongs to session {run.session.key}, not {session.key}.")  # type: ignore[union-attr]
     return run
 
 
@@ -357,7 +360,7 @@ def answer(
     prompt: Prompt,
     answers: AnswerInput,
     *,
-    by: AbstractBaseUser | None,
+    by: User | None,
     surface: str = "api",
     detail: dict[str, Any] | None = None,
 ) -> Prompt:
@@ -444,13 +447,11 @@ def _checked_free_text(question: Question, value: str) -> str:
     return value
 
 
-def skip_all(prompt: Prompt, *, by: AbstractBaseUser | None, surface: str = "api") -> Prompt:
+def skip_all(prompt: Prompt, *, by: User | None, surface: str = "api") -> Prompt:
     return _no_answer(prompt, Reason.SKIPPED, PromptEvent.Kind.SKIPPED, by=by, surface=surface)
 
 
-def cancel(
-    prompt: Prompt, *, agent: Agent | None = None, by: AbstractBaseUser | None = None, surface: str = "api"
-) -> Prompt:
+def cancel(prompt: Prompt, *, agent: Agent | None = None, by: User | None = None, surface: str = "api") -> Prompt:
     """Cancel a pending prompt: its agent through the API, or staff (``by=``, ``surface="admin"``)."""
     actor = f"agent {agent.name}" if agent is not None else ""
     return _no_answer(prompt, Reason.CANCELLED, PromptEvent.Kind.CANCELLED, by=by, actor=actor, surface=surface)
@@ -503,7 +504,8 @@ def expire_due() -> int:
 
 
 def next_deadline() -> datetime | None:
-    return Prompt.objects.filter(status=PENDING).aggregate(at=Min("expires_at"))["at"]
+    at: datetime | None = Prompt.objects.filter(status=PENDING).aggregate(at=Min("expires_at"))["at"]
+    return at
 
 
 def _no_answer(
@@ -511,7 +513,7 @@ def _no_answer(
     reason: str,
     event: str,
     *,
-    by: AbstractBaseUser | None = None,
+    by: User | None = None,
     actor: str = "",
     surface: str,
     overdue: bool = False,
@@ -548,7 +550,7 @@ class Resolution:
     status: str
     reason: str
     event: str  # the PromptEvent kind the trail records
-    by: AbstractBaseUser | None
+    by: User | None
     surface: str
     resolved_at: datetime
     result: dict[str, Any]  # what the agent receives, exactly
@@ -611,7 +613,7 @@ def _record(prompt: Prompt, kind: str, actor: str, surface: str, **detail: Any) 
     PromptEvent.objects.create(prompt=prompt, kind=kind, actor=actor, surface=surface, detail=detail)
 
 
-def _username(user: AbstractBaseUser | None) -> str | None:
+def _username(user: User | None) -> str | None:
     return user.get_username() if user is not None else None
 
 
@@ -640,7 +642,7 @@ class Posted:
     note: Message | None = None  # what askuser told the user about the reply
 
 
-def post_user_message(session: Session, user: AbstractBaseUser, text: Any) -> Posted:
+def post_user_message(session: Session, user: User, text: Any) -> Posted:
     """A message typed into the composer; while a prompt is pending, it is read as the reply."""
     text = _message_text(text)
     pending = session.prompts.filter(status=PENDING).first()
@@ -657,7 +659,7 @@ def post_user_message(session: Session, user: AbstractBaseUser, text: Any) -> Po
     return _read_as_reply(session, user, message, pending)
 
 
-def _read_as_reply(session: Session, user: AbstractBaseUser, message: Message, prompt: Prompt) -> Posted:
+def _read_as_reply(session: Session, user: User, message: Message, prompt: Prompt) -> Posted:
     questions = [textreply.TextQuestion.of(q) for q in prompt.questions.prefetch_related("options")]
     reading = textreply.read_reply(questions, message.text)
     if not reading.complete:
@@ -691,7 +693,7 @@ def _message_text(text: Any) -> str:
         problem = "must not contain control characters"
     if problem:
         raise InvalidMessage(f"text: {problem}.", errors=[{"path": "text", "message": problem}])
-    return text.strip()
+    return str(text).strip()  # a str: anything else was refused above
 
 
 def messages_after(session_id: int, after: int) -> list[Message]:
@@ -716,7 +718,8 @@ def result_expiring_if_overdue(prompt: Prompt) -> dict[str, Any]:
     if prompt.is_overdue():
         prompt = _current_expiring_if_overdue(prompt)
     if prompt.result is not None:
-        return prompt.result
+        result: dict[str, Any] = prompt.result
+        return result
     return contract.pending_result(str(prompt.pk), prompt.expires_at)
 
 
@@ -733,7 +736,7 @@ def describe_resolution(prompt: Prompt, say: wording.Say = wording.for_agent) ->
     outcome = wording.outcome_of(prompt.status, prompt.reason)
     if outcome is None:
         return say(wording.STILL_PENDING)
-    who = prompt.resolved_by.get_username() if prompt.resolved_by_id else None
+    who = prompt.resolved_by.get_username() if prompt.resolved_by else None
     return wording.sentence(outcome, prompt.surface, who, clock(prompt.resolved_at), say)
 
 

@@ -83,7 +83,9 @@ def _joined(login: Login, key: str) -> Opened:
     # ModelBackend.get_user() refuses inactive users: so does the join.
     session = (
         Session.objects.select_related("owner", "agent")
-        .filter(key=key, owner_id=login.user_id, owner__is_active=True)
+        # The session stores the id as a string, as Django's own get_user reads it;
+        # the lookup converts it (the stubs want the int).
+        .filter(key=key, owner_id=login.user_id, owner__is_active=True)  # type: ignore[misc]
         .first()
     )
     if session is None:  # no such session: tell a stale login from a wrong address

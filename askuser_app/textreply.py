@@ -22,8 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .chars import fold
+
+if TYPE_CHECKING:
+    from .models import Question
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class TextQuestion:
     descriptions: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, question) -> TextQuestion:
+    def of(cls, question: Question) -> TextQuestion:
         options = list(question.options.all())
         return cls(
             key=question.key,
@@ -100,7 +104,9 @@ def _split_keyed(questions: Sequence[TextQuestion], lines: list[str]) -> tuple[d
         if question is None:
             unkeyed.append(line)
         else:
-            keyed[question.key] = _KEYED.match(line)["value"].strip()
+            match = _KEYED.match(line)
+            assert match is not None  # _keyed_question matched this line
+            keyed[question.key] = match["value"].strip()
     return keyed, unkeyed
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -21,6 +21,14 @@ from django.utils import timezone
 
 from . import services, wording
 from .models import Message, Prompt, Question, Session
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class LastActivity(TypedDict):
+    last_activity: datetime
+
 
 PANEL_COOKIE = "askuser_panel"
 TIMELINE_LENGTH = 200
@@ -60,7 +68,9 @@ class Summary:
 
     @property
     def at(self) -> datetime:
-        return self.prompt.resolved_at
+        at = self.prompt.resolved_at
+        assert at is not None  # a summary is of a resolved prompt
+        return at
 
 
 @dataclass
@@ -93,7 +103,7 @@ def caption(prompt: Prompt) -> str:
     outcome = wording.outcome_of(prompt.status, prompt.reason)
     if outcome is None:
         return ""
-    who = prompt.resolved_by.get_username() if prompt.resolved_by_id else None
+    who = prompt.resolved_by.get_username() if prompt.resolved_by else None
     when = timezone.localtime(prompt.resolved_at).strftime("%H:%M")
     return f"{wording.caption(outcome, prompt.surface, who, wording.for_person)} · {when}"
 
@@ -245,7 +255,7 @@ def session_rows(user: Any, *, everything: bool = False) -> list[SessionRow]:
     return rows
 
 
-def with_last_activity(sessions: QuerySet[Session]) -> QuerySet[Session]:
+def with_last_activity(sessions: QuerySet[Session]) -> QuerySet[WithAnnotations[Session, LastActivity]]:
     """``last_activity``: the session's latest message or prompt, or its creation."""
     latest_message = Message.objects.filter(session=OuterRef("pk")).order_by("-id").values("created_at")[:1]
     latest_prompt = Prompt.objects.filter(session=OuterRef("pk")).order_by("-created_at").values("created_at")[:1]

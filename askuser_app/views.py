@@ -6,7 +6,7 @@ changed; forms post without JavaScript too (then the view redirects back).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -18,6 +18,17 @@ from django.views.decorators.http import require_POST
 from . import contract, services, ui
 from .models import Prompt, Session
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django_htmx.middleware import HtmxDetails
+
+
+class LoggedInRequest(HttpRequest):
+    """A request as login_required and django-htmx's middleware hand it to a view."""
+
+    user: User
+    htmx: HtmxDetails
+
 
 def own_session(request: HttpRequest, key: str) -> Session:
     if not contract.is_session_key(key):  # PostgreSQL would refuse to even look (a NUL byte)
@@ -26,7 +37,7 @@ def own_session(request: HttpRequest, key: str) -> Session:
 
 
 @login_required
-def sessions_list(request: HttpRequest) -> HttpResponse:
+def sessions_list(request: LoggedInRequest) -> HttpResponse:
     everything = request.GET.get("all") == "1"
     cursor = ui.timeline_cursor()  # before reading: the socket sends the list again only if it changed
     context = {**ui.sessions_context(request.user, everything=everything), "cursor": cursor}
@@ -34,7 +45,7 @@ def sessions_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def session_page(request: HttpRequest, key: str, *, error: str = "", status: int = 200) -> HttpResponse:
+def session_page(request: LoggedInRequest, key: str, *, error: str = "", status: int = 200) -> HttpResponse:
     session = own_session(request, key)
     cursor = ui.timeline_cursor()  # before reading: the socket catches up on anything after
     context = {**ui.panel_context(session, request.COOKIES, error=error), "items": ui.timeline(session)}
@@ -44,7 +55,7 @@ def session_page(request: HttpRequest, key: str, *, error: str = "", status: int
 
 @login_required
 @require_POST
-def answer_prompt(request: HttpRequest, key: str, prompt_id: str) -> HttpResponse:
+def answer_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpResponse:
     """The panel's form: Submit answers every question at once; Skip all skips them."""
     session = own_session(request, key)
     prompt = get_object_or_404(Prompt, pk=prompt_id, session=session)
@@ -72,7 +83,7 @@ def answer_prompt(request: HttpRequest, key: str, prompt_id: str) -> HttpRespons
 
 @login_required
 @require_POST
-def post_message(request: HttpRequest, key: str) -> HttpResponse:
+def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
     """The composer: a chat message, read as the reply while a prompt is pending."""
     session = own_session(request, key)
     try:

@@ -66,7 +66,8 @@ def attempts_allowed() -> int:
 
 def host_pause(timeouts: int) -> float:
     """Seconds a host's deliveries wait after ``timeouts`` attempts in a row got no answer in time."""
-    return min(settings.ASKUSER_WEBHOOK_RETRY_BASE * 2 ** (timeouts - 1), BACKOFF_CAP)
+    first: float = settings.ASKUSER_WEBHOOK_RETRY_BASE
+    return min(first * 2.0 ** (timeouts - 1), BACKOFF_CAP)
 
 
 def host_of(url: str) -> str:
@@ -76,7 +77,8 @@ def host_of(url: str) -> str:
 
 def retry_delay(number: int) -> float:
     """Seconds to wait after failed attempt ``number``: doubling, capped, with ±20 % jitter."""
-    base = min(settings.ASKUSER_WEBHOOK_RETRY_BASE * 2 ** (number - 1), BACKOFF_CAP)
+    first: float = settings.ASKUSER_WEBHOOK_RETRY_BASE
+    base = min(first * 2.0 ** (number - 1), BACKOFF_CAP)
     return base * random.uniform(0.8, 1.2)
 
 
@@ -166,7 +168,9 @@ def fair_share(now: datetime, limit: int, busy: Mapping[str, int]) -> list[Webho
     turn = Window(RowNumber(), partition_by=F("host"), order_by=F("next_attempt_at").asc())
     ranked = due.exclude(host__in=full).annotate(turn=turn).filter(turn__lte=PER_HOST)
     rows = ranked.select_related("prompt__agent").order_by("turn", "next_attempt_at")
-    share = [d for d in rows[: limit + len(busy) * PER_HOST] if d.turn + busy.get(d.host, 0) <= PER_HOST]
+    share: list[WebhookDelivery] = [
+        d for d in rows[: limit + len(busy) * PER_HOST] if d.turn + busy.get(d.host, 0) <= PER_HOST
+    ]
     return share[:limit]
 
 
@@ -174,7 +178,8 @@ def next_due() -> datetime | None:
     from .models import WebhookDelivery
 
     pending = WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING)
-    return pending.aggregate(at=Min("next_attempt_at"))["at"]
+    at: datetime | None = pending.aggregate(at=Min("next_attempt_at"))["at"]
+    return at
 
 
 async def _attempt(claimed: Claimed) -> None:

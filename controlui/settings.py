@@ -11,6 +11,7 @@ import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -115,9 +116,9 @@ SQLITE_OPTIONS = {
 }
 
 
-def database_config() -> dict:
+def database_config() -> dict[str, Any]:
     url = env_str("DATABASE_URL")
-    config = dj_database_url.parse(url) if url else {"NAME": DATA_DIR / "db.sqlite3"}
+    config: dict[str, Any] = {**dj_database_url.parse(url)} if url else {"NAME": DATA_DIR / "db.sqlite3"}
     if config.get("ENGINE", "django.db.backends.sqlite3") == "django.db.backends.sqlite3":
         name = Path(config["NAME"])
         return {
@@ -150,7 +151,7 @@ ASKUSER_CREATE_THREADS = env_int(
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
-def channel_layer_config() -> dict:
+def channel_layer_config() -> dict[str, Any]:
     url = env_str("REDIS_URL")
     if url:
         return {

@@ -10,20 +10,24 @@ from __future__ import annotations
 import getpass
 import secrets
 import sys
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from askuser_app.models import REVIEWERS
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Command(BaseCommand):
     help = "Add a person who answers their agents' questions in the Control UI (not staff, not a superuser)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--email", default="", help="Their email address (optional).")
         parser.add_argument(
@@ -37,7 +41,7 @@ class Command(BaseCommand):
             help="Do not ask for a password: generate one and print it once.",
         )
 
-    def handle(self, username: str, email: str, reviewer: bool, interactive: bool, **options) -> None:
+    def handle(self, username: str, email: str, reviewer: bool, interactive: bool, **options: Any) -> None:
         User = get_user_model()
         if User.objects.filter(username=username).exists():
             raise CommandError(f"A user {username!r} already exists; 'manage.py changepassword {username}' resets it.")
@@ -54,7 +58,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Their password (shown only now):\n\n    {password}\n")
         self.stdout.write(f"Next: manage.py createagent NAME --owner {username}")
 
-    def ask_password(self, user) -> str:
+    def ask_password(self, user: User) -> str:
         while True:
             password = getpass.getpass("Password: ")
             if password != getpass.getpass("Password (again): "):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from askuser_app import services
 
@@ -11,12 +13,12 @@ from askuser_app import services
 class Command(BaseCommand):
     help = "Create an agent for a user and print its API token (shown only this once)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="A name for the agent, shown to its owner.")
         parser.add_argument("--owner", required=True, help="Username of the human the agent asks.")
         parser.add_argument("--quiet", action="store_true", help="Print only the token.")
 
-    def handle(self, name: str, owner: str, quiet: bool, **options) -> None:
+    def handle(self, name: str, owner: str, quiet: bool, **options: Any) -> None:
         user = get_user_model().objects.filter(username=owner).first()
         if user is None:
             raise CommandError(f"No user {owner!r}; add them first with 'manage.py adduser {owner}'.")

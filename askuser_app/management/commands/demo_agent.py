@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from askuser_app.client import AskUserClient, AskUserError, clean_title
 from askuser_app.datadir import DEFAULT_URL, default_server_url
 
-PROMPTS = [
+PROMPTS: list[tuple[str, list[dict[str, Any]]]] = [
     (
         "Where to deploy first",
         [
@@ -80,7 +81,7 @@ PROMPTS = [
 class Command(BaseCommand):
     help = "Ask the demo user a realistic sequence of questions through the Python client; print each result."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--url",
             default=default_server_url(settings.DATA_DIR),
@@ -90,7 +91,7 @@ class Command(BaseCommand):
         parser.add_argument("--session", default=None, help="Default: a new session of its own, titled demo_agent.")
         parser.add_argument("--timeout", type=int, default=900, help="Seconds each prompt waits (30–3600).")
 
-    def handle(self, url: str, token: str | None, session: str | None, timeout: int, **options) -> None:
+    def handle(self, url: str, token: str | None, session: str | None, timeout: int, **options: Any) -> None:
         token = token or self.demo_token()
         own_title = None if session else clean_title(f"demo_agent · {os.path.basename(os.getcwd())}")
         with AskUserClient(url, token, session=session, title=own_title) as askuser:
@@ -109,7 +110,7 @@ class Command(BaseCommand):
                     return
                 self.show(result)
 
-    def show(self, result: dict) -> None:
+    def show(self, result: dict[str, Any]) -> None:
         if result["status"] == "answered":
             self.stdout.write(self.style.SUCCESS("  answered: " + "; ".join(result.get("summary", []))))
         else:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from askuser_app.datadir import DEFAULT_URL, default_server_url
 from askuser_app.mcp_server import serve_stdio
@@ -20,7 +21,7 @@ class Command(BaseCommand):
     help = "Serve the ask_user MCP tool over stdio, asking through the askuser server at --url."
     requires_system_checks: list[str] = []  # a tool process starts quietly: stdout is the protocol
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--token",
             default=os.environ.get("ASKUSER_TOKEN"),
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             help="Seconds between progress notifications while waiting.",
         )
 
-    def handle(self, token: str | None, url: str, session: str | None, run_id: str | None, **options) -> None:
+    def handle(self, token: str | None, url: str, session: str | None, run_id: str | None, **options: Any) -> None:
         if not token:
             raise CommandError("Give the agent token: --token … or ASKUSER_TOKEN (manage.py createagent prints one).")
         # stdout carries the protocol; everything else goes to stderr.

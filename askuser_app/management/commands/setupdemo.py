@@ -11,19 +11,23 @@ from __future__ import annotations
 import ipaddress
 import secrets
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from askuser_app import contract, services
 from askuser_app.agentauth import hash_token
 from askuser_app.datadir import SERVER_URL_FILE, write_private
 from askuser_app.models import REVIEWERS, Agent, Prompt, PromptEvent, Run, Session
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 DEMO_USER = "demo"
 DEMO_PASSWORD = "demo"
@@ -40,10 +44,10 @@ WELCOME = (
 class Command(BaseCommand):
     help = "Create (once) the demo user and demo agent, and print how to use them."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--url", default="http://127.0.0.1:8000", help="Where the server will listen.")
 
-    def handle(self, url: str, **options) -> None:
+    def handle(self, url: str, **options: Any) -> None:
         url = url.rstrip("/")
         user, password = self.demo_user(exposed=beyond_loopback(url))
         token = self.demo_token(user)
@@ -63,7 +67,7 @@ class Command(BaseCommand):
             f"{f'   ({seeded} demo prompts from the last days added)' if seeded else ''}\n"
         )
 
-    def demo_user(self, *, exposed: bool) -> tuple[Any, str]:
+    def demo_user(self, *, exposed: bool) -> tuple[User, str]:
         """The demo login, staff with the Reviewers' view permissions (never a superuser),
         and how to say its password."""
         user, created = get_user_model().objects.get_or_create(
@@ -81,17 +85,18 @@ class Command(BaseCommand):
         user.groups.add(Group.objects.get(name=REVIEWERS))
         return user, shown
 
-    def welcome(self, user) -> None:
+    def welcome(self, user: User) -> None:
         """A first message in the demo session, so there is a page to open."""
         if Session.objects.filter(owner=user, key=DEMO_SESSION).exists():
             return
         agent = Agent.objects.filter(owner=user, name=DEMO_AGENT, revoked_at=None).first()
+        assert agent is not None  # demo_token made it
         services.post_agent_message(agent, DEMO_SESSION, WELCOME)
 
-    def token_path(self):
+    def token_path(self) -> Path:
         return settings.DATA_DIR / "demo-agent-token"
 
-    def demo_token(self, user) -> str:
+    def demo_token(self, user: User) -> str:
         """The saved demo token while it still works, else a new one."""
         path = self.token_path()
         if path.exists():
@@ -234,7 +239,7 @@ DEMO_HISTORY: list[tuple[int, str, list[dict[str, Any]], str, int, dict[str, Any
 ]
 
 
-def seed_history(user, agent: Agent) -> int:
+def seed_history(user: User, agent: Agent) -> int:
     """Ask and resolve a few prompts through the services, then move them into the
     last days. Only for a demo user without any history; the timestamp rewrite
     below is for this demo data and nothing else."""
@@ -254,7 +259,7 @@ def seed_history(user, agent: Agent) -> int:
     return len(DEMO_HISTORY)
 
 
-def _resolve(prompt: Prompt, outcome: str, user, agent: Agent, answers: dict[str, Any], surface: str) -> None:
+def _resolve(prompt: Prompt, outcome: str, user: User, agent: Agent, answers: dict[str, Any], surface: str) -> None:
     if outcome == "answer":
         services.answer(prompt, answers, by=user, surface=surface)
     elif outcome == "skip":
@@ -271,6 +276,7 @@ def _backdate(prompt: Prompt, created: datetime, took: timedelta) -> None:
     prompt.refresh_from_db()
     expires = created + timedelta(seconds=prompt.timeout_seconds)
     resolved = expires if prompt.reason == Prompt.Reason.EXPIRED else created + took
+    assert prompt.result is not None  # _resolve resolved it
     result = {**prompt.result, "resolved_at": contract.iso(resolved)}
     Prompt.objects.filter(pk=prompt.pk).update(
         created_at=created, expires_at=expires, resolved_at=resolved, result=result
