@@ -75,8 +75,8 @@ def is_secure(scope: dict[str, Any]) -> bool:
         header = name.removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1")
         value = dict(scope["headers"]).get(header)
         if value is not None:
-            return value.decode("latin-1").split(",")[0].strip() == secure
-    return scope.get("scheme") == "https"
+            return value.decode("latin-1").split(",")[0].strip() == str(secure)
+    return bool(scope.get("scheme") == "https")
 
 
 async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -30,7 +30,12 @@ class InMemoryChannelLayer(BaseChannelLayer):
     extensions = ["groups", "flush"]
 
     def __init__(
-        self, expiry: int = 60, group_expiry: int = 86400, capacity: int = 100, channel_capacity: Any = None, **kwargs
+        self,
+        expiry: int = 60,
+        group_expiry: int = 86400,
+        capacity: int = 100,
+        channel_capacity: Any = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(expiry=expiry, capacity=capacity, channel_capacity=channel_capacity, **kwargs)
         self.group_expiry = group_expiry

@@ -22,11 +22,12 @@ def http_urlpatterns(django_app: edge.App) -> list[URLPattern]:
         wait = consumer.as_asgi()
         return edge.ByMethod({"GET": wait, "HEAD": wait}, otherwise=django_app)
 
+    # Channels routes ASGI applications through Django's path(); its stubs allow views only.
     return [
-        path("healthz", edge.health),
-        re_path(r"^api/v1/prompts/?$", agentwrites.CreateRoute(otherwise=django_app)),
-        re_path(r"^api/v1/prompts/(?P<prompt_id>[^/]+)/?$", waits(PromptWait)),
-        re_path(r"^api/v1/sessions/(?P<key>[^/]+)/messages/?$", waits(MessagesWait)),
-        re_path(r"^mcp/?$", edge.mcp),
-        re_path(r"", django_app),
+        path("healthz", edge.health),  # type: ignore[arg-type]
+        re_path(r"^api/v1/prompts/?$", agentwrites.CreateRoute(otherwise=django_app)),  # type: ignore[arg-type]
+        re_path(r"^api/v1/prompts/(?P<prompt_id>[^/]+)/?$", waits(PromptWait)),  # type: ignore[arg-type]
+        re_path(r"^api/v1/sessions/(?P<key>[^/]+)/messages/?$", waits(MessagesWait)),  # type: ignore[arg-type]
+        re_path(r"^mcp/?$", edge.mcp),  # type: ignore[arg-type]
+        re_path(r"", django_app),  # type: ignore[arg-type]
     ]

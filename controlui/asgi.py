@@ -17,7 +17,8 @@ from askuser_app.origins import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": edge.FrontDoor(URLRouter(routing.http_urlpatterns(django_asgi_app))),
+        # Django's handler types receive and send with Mapping, the front door with dict.
+        "http": edge.FrontDoor(URLRouter(routing.http_urlpatterns(django_asgi_app))),  # type: ignore[arg-type]
         # Cookies only: the consumer reads the login with the session it follows,
         # in one database call (askuser_app/socketauth.py).
         "websocket": SameOriginValidator(CookieMiddleware(URLRouter(routing.websocket_urlpatterns))),
