@@ -73,7 +73,7 @@ def is_secure(scope: dict[str, Any]) -> bool:
     if settings.SECURE_PROXY_SSL_HEADER:
         name, secure = settings.SECURE_PROXY_SSL_HEADER
         header = name.removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1")
-        value = dict(scope["headers"]).get(header)
+        value: bytes | None = dict(scope["headers"]).get(header)
         if value is not None:
             return value.decode("latin-1").split(",")[0].strip() == str(secure)
     return bool(scope.get("scheme") == "https")
