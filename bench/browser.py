@@ -1,5 +1,6 @@
 """The answer as the human feels it: in Debian's chromium (Playwright), from
-the click on Submit to the panel closing on the page, one prompt after
+the click on an option (one single-select question: the choice answers it) to
+the panel closing on the page, one prompt after
 another. Timed in the page (performance.now()), so the figure is what the
 browser saw, request, response, swap and all."""
 
@@ -27,9 +28,9 @@ CLICK = """() => new Promise(resolve => {
     }
   });
   observer.observe(document.body, {subtree: true, childList: true, attributes: true});
-  document.querySelector("#prompt-panel .options input").click();
+  // One single-select question: choosing the option answers it, no Submit.
   clicked = performance.now();
-  document.querySelector("#prompt-panel [data-action=submit]").click();
+  document.querySelector("#prompt-panel .options input").click();
 })"""
 
 

@@ -207,7 +207,8 @@ What each figure is:
   panel's HTML arriving on the owner's open `/ws/sessions/<key>/`.
 - **The answer in the browser**: Debian's chromium (Playwright) with the
   session page open; for each one-question prompt, the time in the page
-  (`performance.now()`) from the click on Submit to the panel being hidden,
+  (`performance.now()`) from the click on an option (a single-select question
+  is answered by the choice) to the panel being hidden,
   by the answer's response or the socket's push, whichever swaps first. The
   floor is the HTTP floor.
 - **WebSocket connects**: pages opening their socket 32 at a time, each as a

@@ -103,8 +103,9 @@ class Storm:
 
 async def keep_page(port: int, page: Page, cookie: str, opening: asyncio.Semaphore) -> None:
     """Open the page's socket and hold it; when it drops, come back as the browser does."""
-    async with opening:
-        page.ws = await WebSocket.connect(port, page_socket(page.session, page.shown), cookie)
+    async with opening:  # a handshake left hanging gives its place up, as browsers do
+        path = page_socket(page.session, page.shown)
+        page.ws = await asyncio.wait_for(WebSocket.connect(port, path, cookie), HANDSHAKE_TIMEOUT)
     retries = 0
     while True:
         try:
