@@ -29,8 +29,11 @@ CLICK = """() => new Promise(resolve => {
   });
   observer.observe(document.body, {subtree: true, childList: true, attributes: true});
   // One single-select question: choosing the option answers it, no Submit.
+  // A pointer's press, then its click, as a mouse gives them.
+  const input = document.querySelector("#prompt-panel .options input");
   clicked = performance.now();
-  document.querySelector("#prompt-panel .options input").click();
+  input.closest(".option").dispatchEvent(new PointerEvent("pointerdown", {bubbles: true}));
+  input.click();
 })"""
 
 
