@@ -26,8 +26,8 @@ def _array(words: list[str]) -> str:
 
 FILL = f"""
 WITH s AS (
-    INSERT INTO askuser_app_session (owner_id, key, agent_id, created_at)
-    SELECT %(owner)s, 'fill-' || n, %(agent)s, now() - interval '91 days'
+    INSERT INTO askuser_app_session (owner_id, key, title, agent_id, created_at)
+    SELECT %(owner)s, 'fill-' || n, '', %(agent)s, now() - interval '91 days'
     FROM generate_series(1, {SESSIONS}) n
     RETURNING id, key
 ), r AS (
