@@ -77,7 +77,7 @@ class Human:
         page = self.context.new_page()
         page.on("pageerror", lambda error: self.errors.append(str(error)))
         page.goto(f"/s/{key}/")
-        page.wait_for_function("document.documentElement.classList.contains('js')")
+        page.wait_for_function("() => document.documentElement.classList.contains('js')")
         page.wait_for_selector(".chat-live[hx-ext='ws']")
         wait_connected(page)
         return page
@@ -85,7 +85,9 @@ class Human:
 
 def wait_connected(page) -> None:
     # The socket's first message (the current state) has been swapped in.
-    page.wait_for_function("!!document.querySelector('#timeline-items') && window.htmx !== undefined", timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => !!document.querySelector('#timeline-items') && window.htmx !== undefined", timeout=WAIT_MS
+    )
 
 
 @pytest.fixture
@@ -165,7 +167,7 @@ def test_keyboard_only(human, agent_api):
     waiting = agent_api.wait(prompt_id)
     panel = panel_open(page)
 
-    page.wait_for_function("document.activeElement && document.activeElement.closest('#prompt-panel') !== null")
+    page.wait_for_function("() => document.activeElement && document.activeElement.closest('#prompt-panel') !== null")
     page.keyboard.press("2")  # a single-select choice moves on by itself
     page.wait_for_selector(".step.is-current[data-step='2']", timeout=WAIT_MS)
     page.keyboard.press("1")
@@ -242,7 +244,7 @@ def test_typing_other_clears_a_single_select_choice(human, agent_api):
     agent_api.ask()
     panel = panel_open(page)
 
-    page.wait_for_function("document.activeElement && document.activeElement.closest('#prompt-panel') !== null")
+    page.wait_for_function("() => document.activeElement && document.activeElement.closest('#prompt-panel') !== null")
     page.keyboard.press("ArrowDown")  # arrows move the choice without answering
     assert panel.locator("input[type=radio]:checked").count() == 1
     panel.locator(".other-input").fill("Canary first")
@@ -262,7 +264,7 @@ def test_collapsing_keeps_the_composer_draft_and_survives_a_reload(human, agent_
     composer.fill("a draft I am still writing")
     shot(page, "panel-collapsed")
     page.locator(".panel-bar").click()
-    page.wait_for_function("document.activeElement.closest('#prompt-panel') !== null")
+    page.wait_for_function("() => document.activeElement.closest('#prompt-panel') !== null")
     assert not composer.is_visible()
     page.locator(".panel-bar").click()
     assert composer.input_value() == "a draft I am still writing"
@@ -514,11 +516,11 @@ def test_after_a_server_restart_the_page_reconnects_and_shows_what_was_asked_mea
     page = person.context.new_page()
     page.add_init_script(SOCKET_EVENTS)
     page.goto("/s/support-42/")
-    page.wait_for_function("window.liveOpens === 1", timeout=WAIT_MS)
+    page.wait_for_function("() => window.liveOpens === 1", timeout=WAIT_MS)
     page.evaluate(f"window.sameDocument = true; document.getElementById('item-msg-{message.pk}').dataset.kept = '1'")
 
     server.kill()
-    page.wait_for_function("window.liveCloses >= 1", timeout=WAIT_MS)
+    page.wait_for_function("() => window.liveCloses >= 1", timeout=WAIT_MS)
     # The agent cannot reach a stopped server: the prompt is stored directly.
     prompt = services.ask(agent, contract.parse_create(payload())).prompt
     server.start()
