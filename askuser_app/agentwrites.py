@@ -65,18 +65,7 @@ def serves(scope: dict[str, Any]) -> bool:
     """Whether the request is a create this app answers as Django would."""
     if scope["method"] != "POST" or scope["path"] != CREATE_PATH:
         return False
-    return not settings.SECURE_SSL_REDIRECT or is_secure(scope)
-
-
-def is_secure(scope: dict[str, Any]) -> bool:
-    """``HttpRequest.is_secure()``, read from the ASGI scope."""
-    if settings.SECURE_PROXY_SSL_HEADER:
-        name, secure = settings.SECURE_PROXY_SSL_HEADER
-        header = name.removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1")
-        value: bytes | None = dict(scope["headers"]).get(header)
-        if value is not None:
-            return value.decode("latin-1").split(",")[0].strip() == str(secure)
-    return bool(scope.get("scheme") == "https")
+    return not settings.SECURE_SSL_REDIRECT or edge.is_secure(scope)
 
 
 async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -108,7 +97,7 @@ async def read_body(receive: Any) -> bytes | None:
 
 def hsts(scope: dict[str, Any]) -> dict[str, str]:
     """What Django's SecurityMiddleware adds over HTTPS."""
-    if not settings.SECURE_HSTS_SECONDS or not is_secure(scope):
+    if not settings.SECURE_HSTS_SECONDS or not edge.is_secure(scope):
         return {}
     value = f"max-age={settings.SECURE_HSTS_SECONDS}"
     value += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""

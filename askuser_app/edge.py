@@ -146,6 +146,17 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def is_secure(scope: Scope) -> bool:
+    """``HttpRequest.is_secure()``, read from the ASGI scope: the trusted proxy's
+    header (``SECURE_PROXY_SSL_HEADER``) when the request carries it, else the scheme."""
+    if settings.SECURE_PROXY_SSL_HEADER:
+        name, secure = settings.SECURE_PROXY_SSL_HEADER
+        value = _header(scope, name.removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1"))
+        if value is not None:
+            return value.split(",")[0].strip() == str(secure)
+    return bool(scope.get("scheme") == "https")
+
+
 def host_allowed(scope: Scope) -> bool:
     """Django's own host check (``HttpRequest.get_host``), before any route runs."""
     host = _header(scope, b"x-forwarded-host") if settings.USE_X_FORWARDED_HOST else None

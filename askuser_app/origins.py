@@ -19,6 +19,8 @@ from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
+from . import edge
+
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 Origin = tuple[str, str, int]
@@ -66,19 +68,12 @@ def own_origin(scope: dict[str, Any], headers: dict[bytes, str]) -> Origin | Non
     host = headers.get(b"host", "")
     if not host or split_domain_port(host)[0] == "":
         return None
-    return parse_origin(host, default_scheme=request_scheme(scope, headers))
+    return parse_origin(host, default_scheme=request_scheme(scope))
 
 
-def request_scheme(scope: dict[str, Any], headers: dict[bytes, str]) -> str:
-    if scope.get("scheme") in ("wss", "https"):
-        return "https"
-    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
-    if proxy:
-        name, secure = proxy
-        header = name.removeprefix("HTTP_").replace("_", "-").lower().encode()
-        if headers.get(header, "").split(",")[0].strip() == secure:
-            return "https"
-    return "http"
+def request_scheme(scope: dict[str, Any]) -> str:
+    secure = scope.get("scheme") in ("wss", "https") or edge.is_secure(scope)
+    return "https" if secure else "http"
 
 
 def trusted_origins() -> set[Origin]:
