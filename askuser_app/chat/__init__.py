@@ -1,0 +1,1 @@
+"""Chat surfaces: prompts sent to Telegram, Slack and Discord, answered there."""
