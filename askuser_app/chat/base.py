@@ -184,3 +184,11 @@ class Outbound:
     ok: bool
     error: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Polling(Protocol):
+    """An adapter that can also run without a public URL: ``manage.py chat_poll <name>`` calls ``poll``."""
+
+    async def poll(self) -> None:
+        """Fetch inbound events (Telegram getUpdates, Slack Socket Mode) until cancelled."""
+        ...
