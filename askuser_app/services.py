@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Min, QuerySet
+from django.db.models import Min, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
 from . import contract, realtime, signals, textreply, webhooks, wording
@@ -369,7 +369,7 @@ def answer(
     ``detail`` goes into the event trail (a text reply keeps how it was read)."""
     if not prompt.is_pending:
         raise AlreadyResolved(prompt)
-    questions = list(prompt.questions.prefetch_related("options"))
+    questions = questions_of(prompt)
     read = read_answers(questions, answers)
     if all(a.skipped for a in read.values()):
         return skip_all(prompt, by=by, surface=surface)
@@ -402,6 +402,13 @@ def answer(
         detail=detail or {},
     )
     return _transition(prompt, resolution)
+
+
+def questions_of(prompt: Prompt) -> list[Question]:
+    """The prompt's questions with their options, read once per prompt object:
+    a caller that read them already (the panel's form) hands them on unread."""
+    prefetch_related_objects([prompt], "questions__options")
+    return list(prompt.questions.all())
 
 
 def read_answers(questions: list[Question], answers: AnswerInput) -> dict[str, QuestionAnswer]:

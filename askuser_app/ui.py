@@ -196,7 +196,7 @@ def panel_context(
 def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
     """The panel's form fields as services.answer() takes them: chosen labels, then Other."""
     answers = {}
-    for question in prompt.questions.prefetch_related("options"):
+    for question in services.questions_of(prompt):  # read once: services.answer() reads them from here
         options = list(question.options.all())
         values = []
         for raw in form.getlist(f"q-{question.key}"):
@@ -350,6 +350,14 @@ def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, st
     A prompt that just ``appeared`` has no summary yet; its resolution will bring one."""
     items = [] if appeared else [summary_item(s) for s in summaries(resolved_prompts(session, pk=prompt_id))]
     return render_panel(session, cookies, oob=True) + render_appended(items)
+
+
+def render_resolved(session: Session, prompt: Prompt, cookies: dict[str, str]) -> str:
+    """What the tab that just resolved ``prompt`` needs: the panel, and the
+    prompt's summary from the prompt in hand (as the transition left it, its
+    questions read already), not read again."""
+    summary = summarize(prompt, list(prompt.questions.all()))
+    return render_panel(session, cookies, oob=True) + render_appended([summary_item(summary)])
 
 
 def render_message(message_id: int) -> str:
