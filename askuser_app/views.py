@@ -37,10 +37,11 @@ def own_session(request: HttpRequest, key: str) -> Session:
 
 
 def own_prompt(request: HttpRequest, key: str, prompt_id: str) -> Prompt:
-    """The prompt ``prompt_id`` of the user's session ``key``, with its session, in one query."""
+    """The prompt ``prompt_id`` of the user's session ``key``, with its session, in one query
+    (the session's agent is read only if a panel shows a prompt again)."""
     if not contract.is_session_key(key):
         raise Http404
-    owned = Prompt.objects.select_related("session__agent")
+    owned = Prompt.objects.select_related("session")
     return get_object_or_404(owned, pk=prompt_id, session__owner=request.user, session__key=key)
 
 

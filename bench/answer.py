@@ -57,9 +57,9 @@ def measure(env: dict[str, str], label: str, answers: int, profile: Path | None,
         felt = ""
         if clicks and browser.chromium() is not None:
             click = browser.measure(server.url, token, login, clicks)
-            felt = f"; in the browser p50 {1000 * click.p50:.1f} ms, p99 {1000 * click.p99:.1f} ms"
+            felt = f"; in the browser p50 {click.p50:.1f} ms, p99 {click.p99:.1f} ms"
     print(
-        f"{label}: {answers} answers, p50 {1000 * result.p50:.1f} ms, p99 {1000 * result.p99:.1f} ms, "
+        f"{label}: {answers} answers, p50 {result.p50:.1f} ms, p99 {result.p99:.1f} ms, "
         f"server CPU {1000 * cpu / answers:.2f} ms per answer, {prepared['answer_queries']} queries per answer{felt}",
         flush=True,
     )
