@@ -123,7 +123,9 @@ def resolved_prompts(session: Session, **filters: Any) -> list[Prompt]:
     """The session's latest resolved prompts with what their summaries show."""
     query = session.prompts.exclude(status=Prompt.Status.PENDING).filter(**filters)
     prompts = list(
-        query.select_related("resolved_by").prefetch_related("questions").order_by("-resolved_at")[:TIMELINE_LENGTH]
+        query.select_related("resolved_by")
+        .prefetch_related(services.QUESTIONS_IN_ORDER[0])
+        .order_by("-resolved_at")[:TIMELINE_LENGTH]
     )
     # Only a text reply's summary shows its trail (how the reply was read).
     prefetch_related_objects([p for p in prompts if p.surface == "text"], "events")
@@ -171,7 +173,8 @@ def summary_item(summary: Summary) -> Item:
 
 def pending_prompt_expiring_overdue(session: Session) -> Prompt | None:
     """The session's pending prompt, with what the panel shows; one found overdue is expired."""
-    prompt = session.prompts.filter(status=Prompt.Status.PENDING).prefetch_related("questions__options").first()
+    pending = session.prompts.filter(status=Prompt.Status.PENDING)
+    prompt = pending.prefetch_related(*services.QUESTIONS_IN_ORDER).first()
     if prompt is not None and prompt.is_overdue():
         services.result_expiring_if_overdue(prompt)
         return None
