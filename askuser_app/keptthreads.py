@@ -146,4 +146,6 @@ def environ(scope: edge.Scope, body: bytes) -> dict[str, Any]:
         if key in environ:
             value = environ[key] + ("; " if key == "HTTP_COOKIE" else ",") + value
         environ[key] = value
+    # The body is read whole: its length, also for a chunked one (Django's WSGI request reads that many bytes).
+    environ["CONTENT_LENGTH"] = str(len(body))
     return environ
