@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Min, QuerySet
+from django.db.models import Min, Prefetch, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
 from . import contract, realtime, signals, textreply, webhooks, wording
@@ -369,7 +369,7 @@ def answer(
     ``detail`` goes into the event trail (a text reply keeps how it was read)."""
     if not prompt.is_pending:
         raise AlreadyResolved(prompt)
-    questions = list(prompt.questions.prefetch_related("options"))
+    questions = questions_of(prompt)
     read = read_answers(questions, answers)
     if all(a.skipped for a in read.values()):
         return skip_all(prompt, by=by, surface=surface)
@@ -402,6 +402,23 @@ def answer(
         detail=detail or {},
     )
     return _transition(prompt, resolution)
+
+
+# A prompt's questions with their options, each in its order. Ordered by
+# position only: the models' Meta.ordering starts with the parent ("prompt",
+# "question"), which joins the prompt's table (and the question's) into
+# every read only to sort by the parent's own ordering.
+QUESTIONS_IN_ORDER = (
+    Prefetch("questions", queryset=Question.objects.order_by("position")),
+    Prefetch("questions__options", queryset=Option.objects.order_by("position")),
+)
+
+
+def questions_of(prompt: Prompt) -> list[Question]:
+    """The prompt's questions with their options, read once per prompt object:
+    a caller that read them already (the panel's form) hands them on unread."""
+    prefetch_related_objects([prompt], *QUESTIONS_IN_ORDER)
+    return list(prompt.questions.all())
 
 
 def read_answers(questions: list[Question], answers: AnswerInput) -> dict[str, QuestionAnswer]:
@@ -660,7 +677,7 @@ def post_user_message(session: Session, user: User, text: Any) -> Posted:
 
 
 def _read_as_reply(session: Session, user: User, message: Message, prompt: Prompt) -> Posted:
-    questions = [textreply.TextQuestion.of(q) for q in prompt.questions.prefetch_related("options")]
+    questions = [textreply.TextQuestion.of(q) for q in questions_of(prompt)]  # read once: answer() reuses them
     reading = textreply.read_reply(questions, message.text)
     if not reading.complete:
         return Posted(message, note=_note(session, prompt, textreply.what_is_missing(questions, reading)))

@@ -123,7 +123,9 @@ def resolved_prompts(session: Session, **filters: Any) -> list[Prompt]:
     """The session's latest resolved prompts with what their summaries show."""
     query = session.prompts.exclude(status=Prompt.Status.PENDING).filter(**filters)
     prompts = list(
-        query.select_related("resolved_by").prefetch_related("questions").order_by("-resolved_at")[:TIMELINE_LENGTH]
+        query.select_related("resolved_by")
+        .prefetch_related(services.QUESTIONS_IN_ORDER[0])
+        .order_by("-resolved_at")[:TIMELINE_LENGTH]
     )
     # Only a text reply's summary shows its trail (how the reply was read).
     prefetch_related_objects([p for p in prompts if p.surface == "text"], "events")
@@ -171,7 +173,8 @@ def summary_item(summary: Summary) -> Item:
 
 def pending_prompt_expiring_overdue(session: Session) -> Prompt | None:
     """The session's pending prompt, with what the panel shows; one found overdue is expired."""
-    prompt = session.prompts.filter(status=Prompt.Status.PENDING).prefetch_related("questions__options").first()
+    pending = session.prompts.filter(status=Prompt.Status.PENDING)
+    prompt = pending.prefetch_related(*services.QUESTIONS_IN_ORDER).first()
     if prompt is not None and prompt.is_overdue():
         services.result_expiring_if_overdue(prompt)
         return None
@@ -196,7 +199,7 @@ def panel_context(
 def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
     """The panel's form fields as services.answer() takes them: chosen labels, then Other."""
     answers = {}
-    for question in prompt.questions.prefetch_related("options"):
+    for question in services.questions_of(prompt):  # read once: services.answer() reads them from here
         options = list(question.options.all())
         values = []
         for raw in form.getlist(f"q-{question.key}"):
@@ -350,6 +353,14 @@ def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, st
     A prompt that just ``appeared`` has no summary yet; its resolution will bring one."""
     items = [] if appeared else [summary_item(s) for s in summaries(resolved_prompts(session, pk=prompt_id))]
     return render_panel(session, cookies, oob=True) + render_appended(items)
+
+
+def render_resolved(session: Session, prompt: Prompt, cookies: dict[str, str]) -> str:
+    """What the tab that just resolved ``prompt`` needs: the panel, and the
+    prompt's summary from the prompt in hand (as the transition left it, its
+    questions read already), not read again."""
+    summary = summarize(prompt, list(prompt.questions.all()))
+    return render_panel(session, cookies, oob=True) + render_appended([summary_item(summary)])
 
 
 def render_message(message_id: int) -> str:

@@ -36,6 +36,15 @@ def own_session(request: HttpRequest, key: str) -> Session:
     return get_object_or_404(Session.objects.select_related("agent"), owner=request.user, key=key)
 
 
+def own_prompt(request: HttpRequest, key: str, prompt_id: str) -> Prompt:
+    """The prompt ``prompt_id`` of the user's session ``key``, with its session, in one query
+    (the session's agent is read only if a panel shows a prompt again)."""
+    if not contract.is_session_key(key):
+        raise Http404
+    owned = Prompt.objects.select_related("session")
+    return get_object_or_404(owned, pk=prompt_id, session__owner=request.user, session__key=key)
+
+
 @login_required
 def sessions_list(request: LoggedInRequest) -> HttpResponse:
     everything = request.GET.get("all") == "1"
@@ -57,15 +66,16 @@ def session_page(request: LoggedInRequest, key: str, *, error: str = "", status:
 @require_POST
 def answer_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpResponse:
     """The panel's form: Submit answers every question at once; Skip all skips them."""
-    session = own_session(request, key)
-    prompt = get_object_or_404(Prompt, pk=prompt_id, session=session)
-    prompt.session = session  # the announcement after commit names its owner: no second lookup
+    prompt = own_prompt(request, key, prompt_id)
+    session = prompt.session  # read with the prompt; the announcement after commit names its owner
+    resolved = None
     notice = error = ""
     try:
         if request.POST.get("action") == "skip_all":
-            services.skip_all(prompt, by=request.user, surface="web")
+            resolved = services.skip_all(prompt, by=request.user, surface="web")
         else:
-            services.answer(prompt, ui.answers_from_form(prompt, request.POST), by=request.user, surface="web")
+            answers = ui.answers_from_form(prompt, request.POST)
+            resolved = services.answer(prompt, answers, by=request.user, surface="web")
     except services.AlreadyResolved as lost:
         notice = lost.for_person
     except services.InvalidAnswer as refused:
@@ -78,6 +88,8 @@ def answer_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpRes
         return redirect("session", key=key)
     if error:
         return HttpResponse(ui.render_notice(error, target="panel-error"), status=422)
+    if resolved is not None:  # this request resolved it: the summary is the prompt in hand
+        return HttpResponse(ui.render_resolved(session, resolved, request.COOKIES) + ui.render_notice(notice))
     return HttpResponse(ui.render_prompt_change(session, prompt_id, request.COOKIES) + ui.render_notice(notice))
 
 
@@ -97,7 +109,7 @@ def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
         return redirect("session", key=key)
     html = ui.render_appended([ui.message_item(m) for m in (posted.message, posted.note) if m is not None])
     if posted.answered is not None:
-        html += ui.render_prompt_change(session, str(posted.answered.pk), request.COOKIES)
+        html += ui.render_resolved(session, posted.answered, request.COOKIES)
     return HttpResponse(html + ui.render_notice("", target="composer-error"))
 
 

@@ -148,6 +148,11 @@ DATABASES = {"default": database_config()}
 ASKUSER_CREATE_THREADS = env_int(
     "ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8
 )
+# Threads that serve the panel's answers through Django (askuser_app/keptthreads.py),
+# each with its kept connection; one on SQLite, for the same reason as creates.
+ASKUSER_ANSWER_THREADS = env_int(
+    "ASKUSER_ANSWER_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 

@@ -24,6 +24,7 @@ from controlui.asgi import application
 
 from .conftest import AsgiResponse, asgi_get, asgi_request, make_user, payload, served_in_front_of_django
 
+CSRF = "accesscsrftokenaccesscsrftoken12"  # an unmasked 32-character secret
 ROLES = ["anonymous", "token_a", "token_b", "revoked", "user_a", "user_b", "staff"]
 AGENTS = ("token_a", "token_b", "revoked")
 USERS = ("user_a", "user_b", "staff")
@@ -59,9 +60,13 @@ class World:
         client = self.client(role)
         if served_in_front_of_django(method, path.split("?")[0]):
             cookie = client.cookies.get("sessionid")
-            headers = {**self.headers(role), **({"Cookie": f"sessionid={cookie.value}"} if cookie else {})}
+            login = f"sessionid={cookie.value}; " if cookie else ""
+            # A page's form carries its CSRF token: Django checks it on every route.
+            headers = {**self.headers(role), "Cookie": f"{login}csrftoken={CSRF}", "X-CSRFToken": CSRF}
             if method == "GET":
                 return async_to_sync(asgi_get)(path, headers).status_code
+            if form is not None:
+                return async_to_sync(asgi_request)(method, path, data=form, headers=headers).status_code
             return async_to_sync(asgi_request)(method, path, json=body or {}, headers=headers).status_code
         if method == "GET":
             return client.get(path, headers=self.headers(role)).status_code
@@ -119,6 +124,14 @@ HTTP_RULES = [
         "/s/s-a/prompts/{prompt}/answer",
         {"form": {"q-deploy_target": "1", "action": "answer"}},
         for_people(302),
+    ),
+    # The answer's POST is served by Django on threads kept for it; its other methods by Django's ASGI handler.
+    (
+        "s/<key>/prompts/<prompt_id>/answer",
+        "GET",
+        "/s/s-a/prompts/{prompt}/answer",
+        {},
+        for_people(405, b=405, staff=405),
     ),
     ("admin/", "GET", "/admin/", {}, STAFF_ONLY),
     ("admin/", "GET", "/admin/askuser_app/prompt/", {}, STAFF_ONLY),

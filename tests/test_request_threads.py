@@ -1,6 +1,7 @@
 """Where the agent API's work runs: creates on kept threads with their
 connections (on SQLite one, so that they queue for the write lock), parked
-waits on no thread at all, Django's requests on a thread each."""
+waits on no thread at all, Django's requests on a thread each (but the
+panel's answer, on threads kept for it: tests/test_answer_route.py)."""
 
 from __future__ import annotations
 

@@ -169,7 +169,7 @@ def test_an_htmx_answer_returns_the_closed_panel_and_the_summary(agent, browser)
     assert "Staging (Recommended)" in html
 
 
-def test_an_answer_looks_its_session_up_once(agent, browser, django_capture_on_commit_callbacks):
+def test_an_answer_reads_nothing_twice(agent, browser, django_capture_on_commit_callbacks):
     prompt = ask(agent)
 
     with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
@@ -178,8 +178,11 @@ def test_an_answer_looks_its_session_up_once(agent, browser, django_capture_on_c
         )
 
     assert response.status_code == 200
-    session_reads = [q["sql"] for q in queries if q["sql"].startswith('SELECT "askuser_app_session"')]
-    assert len(session_reads) == 1  # the page's own lookup; the announcement reuses it
+    reads = [q["sql"].split(" FROM ")[1].split()[0] for q in queries if q["sql"].startswith("SELECT")]
+    # The prompt with its session (the announcement reuses it), then the panel's pending prompt.
+    assert reads.count('"askuser_app_prompt"') == 2 and '"askuser_app_session"' not in reads
+    # The form's reading of the questions serves the answer, and the summary is the prompt in hand.
+    assert reads.count('"askuser_app_question"') == 1 and reads.count('"askuser_app_option"') == 1
 
 
 @pytest.mark.parametrize(
