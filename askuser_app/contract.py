@@ -158,8 +158,9 @@ class QuestionIn(Strict):
     )
     multiSelect: StrictBool = Field(default=False, description="Allow choosing several options.")
 
-    @property
+    @functools.cached_property
     def short_header(self) -> str:
+        # Read for the warnings and again for the row: split into graphemes once.
         return truncate_header(self.header)
 
 
