@@ -244,22 +244,30 @@ def _insert_new_session(session: Session) -> bool:
 # takes a SELECT … FOR UPDATE, a savepoint, the INSERT and its release, and
 # ``create`` compiles its INSERT each time (docs/PERFORMANCE.md). A run
 # aborted before it asked has no session yet: this one becomes it.
-# ``raw()`` builds the Run from the returned row as a query would.
 # tests/test_session_upsert.py fails if the table or its columns change.
 RUN_UPSERT = (
     "INSERT INTO askuser_app_run (agent_id, run_id, session_id, kind, status, created_at) "
     "VALUES (%s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (agent_id, run_id) "
     "DO UPDATE SET session_id = COALESCE(askuser_app_run.session_id, excluded.session_id) "
-    "RETURNING id, agent_id, run_id, session_id, kind, status, created_at, aborted_at"
+    "RETURNING id, session_id, status"
 )
 
 
 def _run_for(agent: Agent, session: Session, run_id: str | None) -> Run:
-    """The agent's run ``run_id`` (a new one when None), locked so that an abort racing this ask sees the new prompt."""
+    """The agent's run ``run_id`` (a new one when None), locked so that an abort
+    racing this ask sees the new prompt."""
     run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
-    params = [agent.pk, run_id, session.pk, Run.Kind.MAIN, Run.Status.ACTIVE, timezone.now()]
-    (run,) = Run.objects.raw(RUN_UPSERT, params)
+    created_at = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(RUN_UPSERT, [agent.pk, run_id, session.pk, Run.Kind.MAIN, Run.Status.ACTIVE, created_at])
+        pk, session_id, status = cursor.fetchone()
+    # Loaded as a query that read these columns loads it: the others are read when first used.
+    run = Run.from_db(
+        connection.alias,
+        ["id", "agent_id", "run_id", "session_id", "status"],
+        [pk, agent.pk, run_id, session_id, status],
+    )
     run.agent = agent
     if run.status == Run.Status.ABORTED:
         raise Conflict(f"Run {run_id} was aborted at {clock(run.aborted_at)}; an aborted run cannot ask again.")
