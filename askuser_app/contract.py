@@ -209,9 +209,12 @@ class CreatePromptIn(AskUserInput):
     )
 
 
+_GRAPHEME = regex.compile(r"\X")
+
+
 def truncate_header(header: str) -> str:
     """The first 12 user-perceived characters, never splitting an emoji or accent."""
-    clusters = regex.findall(r"\X", header)
+    clusters = _GRAPHEME.findall(header)
     return "".join(clusters[:HEADER_LENGTH]).rstrip()
 
 
