@@ -133,11 +133,12 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
         raise Refused("ask_user is available only in the main session; a subagent run cannot ask the user.")
     # Only a retry with the same key compares digests: without a key there is nothing to replay.
     digest = request_digest(request) if idempotency_key else ""
+    # A replay reads a committed row and writes nothing, so it takes no write
+    # lock; a retry racing this one is caught by the insert's unique key.
+    earlier = _earlier(agent, idempotency_key) if idempotency_key else None
+    if earlier is not None:
+        return _replay(earlier, digest)
     with transaction.atomic():
-        if idempotency_key:
-            earlier = Prompt.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
-            if earlier is not None:
-                return _replay(earlier, digest)
         _check_rate(agent)
         session, new_session = _session_for(agent, request.session, request.title)
         run = _run_for(agent, session, request.run_id)
@@ -177,6 +178,11 @@ def request_digest(request: contract.CreatePromptIn) -> str:
     # Nor without a title: a retry from before titles existed still replays.
     unset = {name for name in ("callback_url", "title") if getattr(request, name) is None}
     return hashlib.sha256(request.model_dump_json(exclude=unset or None).encode()).hexdigest()
+
+
+def _earlier(agent: Agent, idempotency_key: str) -> Prompt | None:
+    """The agent's prompt made with this key, with what its response names (session, run)."""
+    return Prompt.objects.select_related("session", "run").filter(agent=agent, idempotency_key=idempotency_key).first()
 
 
 def _replay(earlier: Prompt, digest: str) -> Asked:
@@ -303,10 +309,9 @@ def _insert_prompt(
         return prompt, True
     # Either a concurrent create with the same Idempotency-Key won, or the
     # session already has a pending prompt: the database decided.
-    if idempotency_key:
-        earlier = Prompt.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
-        if earlier is not None:
-            return earlier, False
+    earlier = _earlier(agent, idempotency_key) if idempotency_key else None
+    if earlier is not None:
+        return earlier, False
     if _expire_overdue_in(session):
         prompt = _new_prompt(agent, session, run, request, idempotency_key, digest)
         if _inserted(prompt):
