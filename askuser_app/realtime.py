@@ -79,8 +79,8 @@ def sending_on(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
     """Announcements made by work this block starts on a thread (its context
     goes with it, as ``sync_to_async`` copies it) are handed to ``loop``
     without waiting, instead of the thread blocking in ``async_to_sync``
-    until the layer has them: 10 % of a create's CPU on SQLite
-    (docs/PERFORMANCE.md)."""
+    until the layer has them (4 % of a create's samples on SQLite, and the
+    one create thread idle meanwhile; docs/PERFORMANCE.md)."""
     token = _server_loop.set(loop)
     try:
         yield
