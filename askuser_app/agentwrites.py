@@ -23,6 +23,7 @@ request this app would answer differently from Django, a plain-HTTP one under
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from . import agentauth, api, contract, edge
+from . import agentauth, api, contract, edge, realtime
 
 log = logging.getLogger("askuser")
 
@@ -75,7 +76,8 @@ async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
     try:
-        outcome = await database_sync_to_async(create, thread_sensitive=False, executor=threads())(headers, body)
+        with realtime.sending_on(asyncio.get_running_loop()):
+            outcome = await database_sync_to_async(create, thread_sensitive=False, executor=threads())(headers, body)
     except Exception:
         log.exception("A create failed")
         outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), {}

@@ -158,8 +158,9 @@ class QuestionIn(Strict):
     )
     multiSelect: StrictBool = Field(default=False, description="Allow choosing several options.")
 
-    @property
+    @functools.cached_property
     def short_header(self) -> str:
+        # Read for the warnings and again for the row: split into graphemes once.
         return truncate_header(self.header)
 
 
@@ -208,9 +209,12 @@ class CreatePromptIn(AskUserInput):
     )
 
 
+_GRAPHEME = regex.compile(r"\X")
+
+
 def truncate_header(header: str) -> str:
     """The first 12 user-perceived characters, never splitting an emoji or accent."""
-    clusters = regex.findall(r"\X", header)
+    clusters = _GRAPHEME.findall(header)
     return "".join(clusters[:HEADER_LENGTH]).rstrip()
 
 

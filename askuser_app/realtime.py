@@ -9,11 +9,12 @@ requests waiting on that group.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
@@ -66,6 +67,25 @@ def _browser_messages(prompt: Prompt, status: str) -> list[tuple[str, dict[str, 
 
 
 _sending: set[asyncio.Task[None]] = set()
+# The event loop a thread's announcements are handed to, set by the async code
+# that started the thread's work (``sending_on``).
+_server_loop: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "announcing_on", default=None
+)
+
+
+@contextmanager
+def sending_on(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """Announcements made by work this block starts on a thread (its context
+    goes with it, as ``sync_to_async`` copies it) are handed to ``loop``
+    without waiting, instead of the thread blocking in ``async_to_sync``
+    until the layer has them (4 % of a create's samples on SQLite, and the
+    one create thread idle meanwhile; docs/PERFORMANCE.md)."""
+    token = _server_loop.set(loop)
+    try:
+        yield
+    finally:
+        _server_loop.reset(token)
 
 
 def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
@@ -82,12 +102,20 @@ def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         loop = None
-    if loop is None:
+    if loop is not None:  # called on an event loop's thread: send without blocking it
+        _send_soon(loop, send_all)
+        return
+    server_loop = _server_loop.get()
+    if server_loop is not None and not server_loop.is_closed():
+        server_loop.call_soon_threadsafe(_send_soon, server_loop, send_all)
+    else:
         async_to_sync(send_all)()
-    else:  # called on an event loop's thread: send without blocking it
-        task = loop.create_task(send_all())
-        _sending.add(task)
-        task.add_done_callback(_sending.discard)
+
+
+def _send_soon(loop: asyncio.AbstractEventLoop, send_all: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    task = loop.create_task(send_all())
+    _sending.add(task)
+    task.add_done_callback(_sending.discard)
 
 
 # --- the hub ---------------------------------------------------------------------

@@ -131,21 +131,18 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
     """Store a new pending prompt for the agent's session, or refuse it."""
     if request.run_kind != Run.Kind.MAIN:  # type: ignore[comparison-overlap]  # a TextChoices member is its str
         raise Refused("ask_user is available only in the main session; a subagent run cannot ask the user.")
-    digest = request_digest(request)
+    # Only a retry with the same key compares digests: without a key there is nothing to replay.
+    digest = request_digest(request) if idempotency_key else ""
+    # A replay reads a committed row and writes nothing, so it takes no write
+    # lock; a retry racing this one is caught by the insert's unique key.
+    earlier = _earlier(agent, idempotency_key) if idempotency_key else None
+    if earlier is not None:
+        return _replay(earlier, digest)
     with transaction.atomic():
-        if idempotency_key:
-            earlier = Prompt.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
-            if earlier is not None:
-                return _replay(earlier, digest)
         _check_rate(agent)
         session, new_session = _session_for(agent, request.session, request.title)
         run = _run_for(agent, session, request.run_id)
-        # A session made by this transaction holds no prompt yet: nothing to
-        # expire, nothing the insert could collide with but the key.
-        if not new_session:
-            _expire_overdue_in(session)
-        contested = not new_session or bool(idempotency_key)
-        prompt, created = _insert_prompt(agent, session, run, request, idempotency_key, digest, contested=contested)
+        prompt, created = _insert_prompt(agent, session, run, request, idempotency_key, digest, new_session=new_session)
         if not created:
             return _replay(prompt, digest)
         _store_questions(prompt, request)
@@ -157,7 +154,8 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
 
 def _check_rate(agent: Agent) -> None:
     """At most ASKUSER_RATE_LIMIT prompts per agent in any minute (a sliding window)."""
-    _check_window(Prompt.objects.filter(agent=agent), settings.ASKUSER_RATE_LIMIT, "asked {limit} times")
+    if settings.ASKUSER_RATE_LIMIT:  # 0: no limit, and no query built for it
+        _check_window(Prompt.objects.filter(agent=agent), settings.ASKUSER_RATE_LIMIT, "asked {limit} times")
 
 
 def _check_window(made: QuerySet[Any], limit: int, done: str) -> None:
@@ -180,6 +178,11 @@ def request_digest(request: contract.CreatePromptIn) -> str:
     # Nor without a title: a retry from before titles existed still replays.
     unset = {name for name in ("callback_url", "title") if getattr(request, name) is None}
     return hashlib.sha256(request.model_dump_json(exclude=unset or None).encode()).hexdigest()
+
+
+def _earlier(agent: Agent, idempotency_key: str) -> Prompt | None:
+    """The agent's prompt made with this key, with what its response names (session, run)."""
+    return Prompt.objects.select_related("session", "run").filter(agent=agent, idempotency_key=idempotency_key).first()
 
 
 def _replay(earlier: Prompt, digest: str) -> Asked:
@@ -241,25 +244,44 @@ def _insert_new_session(session: Session) -> bool:
     return True
 
 
+# The create path's second raw statement: the run found or made in one
+# statement, locked as ``select_for_update`` would lock it (PostgreSQL's
+# ON CONFLICT DO UPDATE locks the row it updates), where ``get_or_create``
+# takes a SELECT … FOR UPDATE, a savepoint, the INSERT and its release, and
+# ``create`` compiles its INSERT each time (docs/PERFORMANCE.md). A run
+# aborted before it asked has no session yet: this one becomes it.
+# tests/test_session_upsert.py fails if the table or its columns change.
+RUN_UPSERT = (
+    "INSERT INTO askuser_app_run (agent_id, run_id, session_id, kind, status, created_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (agent_id, run_id) "
+    "DO UPDATE SET session_id = COALESCE(askuser_app_run.session_id, excluded.session_id) "
+    "RETURNING id, session_id, status"
+)
+
+
 def _run_for(agent: Agent, session: Session, run_id: str | None) -> Run:
-    if run_id is None:
-        return Run.objects.create(agent=agent, run_id=f"run-{uuid.uuid4().hex[:12]}", session=session)
-    # Lock the run so that an abort racing this ask sees the new prompt.
-    run, _ = Run.objects.select_for_update().get_or_create(agent=agent, run_id=run_id, defaults={"session": session})
+    """The agent's run ``run_id`` (a new one when None), locked so that an abort
+    racing this ask sees the new prompt."""
+    run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
+    created_at = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(RUN_UPSERT, [agent.pk, run_id, session.pk, Run.Kind.MAIN, Run.Status.ACTIVE, created_at])
+        pk, session_id, status = cursor.fetchone()
+    # Loaded as a query that read these columns loads it: the others are read when first used.
+    run = Run.from_db(
+        connection.alias,
+        ["id", "agent_id", "run_id", "session_id", "status"],
+        [pk, agent.pk, run_id, session_id, status],
+    )
+    run.agent = agent
     if run.status == Run.Status.ABORTED:
         raise Conflict(f"Run {run_id} was aborted at {clock(run.aborted_at)}; an aborted run cannot ask again.")
-    if run.session_id is None:
-        Run.objects.filter(pk=run.pk).update(session=session)
-    elif run.session_id != session.pk:
+    if run.session_id != session.pk:
         # A run with a session_id has its session; the stubs see the nullable key.
         raise Conflict(f"Run {run_id} belongs to session {run.session.key}, not {session.key}.")  # type: ignore[union-attr]
+    run.session = session
     return run
-
-
-def _expire_overdue_in(session: Session) -> None:
-    overdue = Prompt.objects.filter(session=session, status=PENDING, expires_at__lte=timezone.now()).first()
-    if overdue is not None:
-        _expire(overdue)
 
 
 def _insert_prompt(
@@ -270,14 +292,38 @@ def _insert_prompt(
     idempotency_key: str | None,
     digest: str,
     *,
-    contested: bool = True,
+    new_session: bool,
 ) -> tuple[Prompt, bool]:
     """Insert the prompt; ``(earlier, False)`` when a concurrent create with the key won.
 
-    Only a ``contested`` insert can hit a unique constraint, so only it pays
-    for the savepoint that lets the transaction go on after one."""
+    A session made by this transaction holds no prompt yet, so only an insert
+    with a key or into an older session can hit a unique constraint, and only
+    it pays for the savepoint that lets the transaction go on after one. A
+    pending prompt found in its way that is overdue is expired, and the insert
+    tried again: an older session pays for that check only when it holds one."""
+    prompt = _new_prompt(agent, session, run, request, idempotency_key, digest)
+    if new_session and not idempotency_key:
+        prompt.save(force_insert=True)
+        return prompt, True
+    if _inserted(prompt):
+        return prompt, True
+    # Either a concurrent create with the same Idempotency-Key won, or the
+    # session already has a pending prompt: the database decided.
+    earlier = _earlier(agent, idempotency_key) if idempotency_key else None
+    if earlier is not None:
+        return earlier, False
+    if _expire_overdue_in(session):
+        prompt = _new_prompt(agent, session, run, request, idempotency_key, digest)
+        if _inserted(prompt):
+            return prompt, True
+    raise _session_busy(session)
+
+
+def _new_prompt(
+    agent: Agent, session: Session, run: Run, request: contract.CreatePromptIn, idempotency_key: str | None, digest: str
+) -> Prompt:
     now = timezone.now()
-    prompt = Prompt(
+    return Prompt(
         agent=agent,
         session=session,
         run=run,
@@ -289,21 +335,25 @@ def _insert_prompt(
         request_digest=digest,
         callback_url=request.callback_url or "",
     )
-    if not contested:
-        prompt.save(force_insert=True)
-        return prompt, True
+
+
+def _inserted(prompt: Prompt) -> bool:
+    """Insert ``prompt`` in a savepoint; False when a unique constraint refused it."""
     try:
         with transaction.atomic():
             prompt.save(force_insert=True)
     except IntegrityError:
-        # Either a concurrent create with the same Idempotency-Key won, or the
-        # session already has a pending prompt: the database decided.
-        if idempotency_key:
-            earlier = Prompt.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
-            if earlier is not None:
-                return earlier, False
-        raise _session_busy(session) from None
-    return prompt, True
+        return False
+    return True
+
+
+def _expire_overdue_in(session: Session) -> bool:
+    """Expire the session's pending prompt if its deadline has passed; whether there was one."""
+    overdue = Prompt.objects.filter(session=session, status=PENDING, expires_at__lte=timezone.now()).first()
+    if overdue is None:
+        return False
+    _expire(overdue)
+    return True
 
 
 def _session_busy(session: Session) -> Conflict:
@@ -318,9 +368,14 @@ def _session_busy(session: Session) -> Conflict:
 
 
 def _store_questions(prompt: Prompt, request: contract.CreatePromptIn) -> None:
+    """Every question in one INSERT, then every option of them all in one more.
+
+    The rows are written and dropped, never read: their keys are set by id,
+    which spares each row the related-object checks of a foreign key assigned
+    as an instance."""
     questions = [
         Question(
-            prompt=prompt,
+            prompt_id=prompt.pk,
             position=index,
             key=q.id,
             header=q.short_header,
@@ -333,7 +388,7 @@ def _store_questions(prompt: Prompt, request: contract.CreatePromptIn) -> None:
     Question.objects.bulk_create(questions)
     Option.objects.bulk_create(
         [
-            Option(question=question, position=index, label=o.label, description=o.description or "")
+            Option(question_id=question.pk, position=index, label=o.label, description=o.description or "")
             for question, q in zip(questions, request.questions, strict=True)
             for index, o in enumerate(q.options)
         ]

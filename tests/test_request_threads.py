@@ -10,10 +10,11 @@ import threading
 
 import httpx
 import pytest
+from channels.layers import get_channel_layer
 from django.core.signals import request_started
 from django.db import connection
 
-from askuser_app import services
+from askuser_app import realtime, services
 from askuser_app.realtime import hub
 
 from .conftest import asgi_get, asgi_request, payload, until
@@ -54,6 +55,23 @@ async def test_on_sqlite_creates_run_on_one_thread_with_one_open_connection(seen
 
     assert [r.status_code for r in await asyncio.gather(*creates)] == [201] * 6
     assert len(set(seen)) == 1
+
+
+async def test_a_create_announces_itself_from_its_thread_without_waiting_for_the_layer(token, owner):
+    # The create thread hands the announcement to the event loop (realtime.sending_on).
+    layer = get_channel_layer()
+    listener = await layer.new_channel()
+    await layer.group_add(realtime.user_group(owner.pk), listener)
+
+    response = await ask(token, "announced")
+    announced = await asyncio.wait_for(layer.receive(listener), 10)
+
+    assert response.status_code == 201
+    assert (announced["type"], announced["status"], announced["prompt_id"]) == (
+        "prompt.changed",
+        "pending",
+        response.json()["id"],
+    )
 
 
 async def test_parked_waits_hold_no_thread(api, token):

@@ -1,6 +1,7 @@
-"""The create path's one raw statement (``services.SESSION_INSERT``) writes the
-row the ORM would, on SQLite and PostgreSQL alike; it fails when a change to
-the Session model or the framework leaves the statement behind."""
+"""The create path's two raw statements (``services.SESSION_INSERT`` and
+``services.RUN_UPSERT``) write the rows the ORM would, on SQLite and
+PostgreSQL alike; these tests fail when a change to the Session or Run model
+or the framework leaves the statements behind."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from django.db import transaction
 
 from askuser_app import services
-from askuser_app.models import Session
+from askuser_app.models import Run, Session
 
 from .conftest import payload
 
@@ -58,3 +59,61 @@ def test_a_create_in_a_new_session_stores_everything_in_it(api, owner):
     assert str(prompt.pk) == response.json()["id"]
     assert [o.label for o in prompt.questions.get().options.all()] == ["Staging (Recommended)", "Production"]
     assert prompt.events.get().kind == "created"
+
+
+def run_row(run: Run) -> dict:
+    return {k: v for k, v in Run.objects.filter(pk=run.pk).values().get().items() if k not in {"id", "run_id"}}
+
+
+def every_field(run: Run) -> dict:
+    """The instance's value of every column, beside what a query reads."""
+    stored = Run.objects.filter(pk=run.pk).values().get()
+    return {column: (getattr(run, column), value) for column, value in stored.items()}
+
+
+def read_as_stored(run: Run) -> bool:
+    return all(held == stored for held, stored in every_field(run).values())
+
+
+def test_a_new_run_is_the_row_the_orm_would_write(agent):
+    session = Session.objects.create(owner_id=agent.owner_id, key="runs", agent=agent)
+    with transaction.atomic():
+        upserted = services._run_for(agent, session, "raw-run")
+    by_orm = Run.objects.create(agent=agent, run_id="orm-run", session=session)
+
+    assert Run.objects.get(pk=upserted.pk).run_id == "raw-run"
+    assert {**run_row(upserted), "created_at": None} == {**run_row(by_orm), "created_at": None}
+    # What the statement returned is the row as a query reads it, every field.
+    assert read_as_stored(upserted)
+
+
+def test_an_existing_run_is_found_not_doubled(agent):
+    session = Session.objects.create(owner_id=agent.owner_id, key="runs", agent=agent)
+    with transaction.atomic():
+        first = services._run_for(agent, session, "again")
+    with transaction.atomic():
+        again = services._run_for(agent, session, "again")
+
+    assert again.pk == first.pk
+    assert read_as_stored(again)
+    assert Run.objects.filter(run_id="again").count() == 1
+
+
+def test_a_run_aborted_before_it_asked_keeps_no_session_and_is_refused(agent):
+    services.abort_run(agent, "early")
+    session = Session.objects.create(owner_id=agent.owner_id, key="runs", agent=agent)
+
+    with pytest.raises(services.Conflict, match="was aborted at"), transaction.atomic():
+        services._run_for(agent, session, "early")
+
+    assert Run.objects.get(run_id="early").session_id is None
+
+
+def test_a_run_that_never_asked_takes_the_session_it_first_asks_in(agent):
+    Run.objects.create(agent=agent, run_id="idle")
+    session = Session.objects.create(owner_id=agent.owner_id, key="runs", agent=agent)
+
+    with transaction.atomic():
+        run = services._run_for(agent, session, "idle")
+
+    assert Run.objects.get(pk=run.pk).session_id == session.pk
