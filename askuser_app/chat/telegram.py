@@ -136,6 +136,7 @@ class TelegramAdapter:
         return {"chat_id": sent.chat_id, "message_id": sent.message_id}
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
+        # Without reply_markup, editMessageText removes the inline keyboard.
         async with self.bot() as bot:
             try:
                 await _call(
@@ -143,7 +144,6 @@ class TelegramAdapter:
                         text=closed_text(closed),
                         chat_id=ref["chat_id"],
                         message_id=ref["message_id"],
-                        reply_markup=telegram.InlineKeyboardMarkup([]),
                         link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
                     )
                 )
