@@ -467,3 +467,25 @@ def test_a_prompts_link_opens_its_session_page_for_its_owner_only(agent, owner, 
     assert Client().get(f"/p/{prompt.pk}/")["Location"].startswith("/login/")
     services.cancel(prompt, agent=agent)
     assert browser.get(f"/p/{prompt.pk}/")["Location"] == f"/s/support-42/#item-prompt-{prompt.pk}"
+
+
+# --- the admin ----------------------------------------------------------------------------------------
+
+
+def test_staff_see_links_and_each_chat_message_with_its_tries(chat_on, agent, staff, reviewer, linked):
+    prompt = ask(agent)
+    record(claim_one(), ok=False, error="Telegram could not be reached: Service Unavailable (503)")
+    message = ChatMessage.objects.get()
+    browser, reader = Client(), Client()
+    browser.force_login(staff)
+    reader.force_login(reviewer)
+
+    links = browser.get("/admin/askuser_app/chatlink/").content.decode()
+    listing = browser.get("/admin/askuser_app/chatmessage/").content.decode()
+    page = reader.get(f"/admin/askuser_app/chatmessage/{message.pk}/change/")
+
+    assert "@alice" in links and "4242" in links
+    assert str(prompt.pk) in listing or "support-42" in listing
+    assert page.status_code == 200 and "Service Unavailable (503)" in page.content.decode()
+    assert reader.post(f"/admin/askuser_app/chatlink/{linked.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert ChatLink.objects.filter(pk=linked.pk).exists()

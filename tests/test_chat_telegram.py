@@ -513,3 +513,29 @@ def test_how_to_link_falls_back_to_the_plain_step_when_telegram_cannot_say(setti
     settings.TELEGRAM_API_URL = fake_api.url  # no getMe route: 404
 
     assert adapter.how_to_link("ABCDEFGH") == "Send /start ABCDEFGH to the bot."
+
+
+async def test_polling_reads_updates_without_a_public_url(telegram, linked, token):
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage")
+    served = threading.Event()
+
+    def updates(call):
+        if served.is_set():  # a long poll with nothing new: held until the test ends
+            telegram.hold.wait(DEADLINE)
+            return 200, {"ok": True, "result": []}
+        served.set()
+        return 200, {"ok": True, "result": [tap_update(11, 500, f"s:{prompt_id.replace('-', '')}")]}
+
+    telegram.fake.route("POST", Telegram.path("getUpdates"), updates)
+    telegram.hold.clear()
+    polling = asyncio.ensure_future(adapter.poll())
+    try:
+        [notice] = await telegram.wait_for("answerCallbackQuery")
+        [first, then] = await telegram.wait_for("getUpdates", 2)
+    finally:
+        polling.cancel()
+        telegram.hold.set()
+    assert notice.body["text"] == "Skipped on Telegram by alice"
+    assert then.body["offset"] == "12" and first.body.get("timeout") == "25"
+    assert (await prompt_of(prompt_id)).reason == "skipped"
