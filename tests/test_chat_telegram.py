@@ -227,6 +227,7 @@ async def test_other_asks_with_force_reply_and_the_reply_is_the_free_text_answer
     assert result["details"]["deploy_target"]["free_text"] == "2" and result["surface"] == "telegram"
     [edit] = await telegram.wait_for("editMessageText")
     assert "Answered: own answer — by alice on Telegram" in edit.body["text"]
+    await outbox_settles(prompt_id)
 
 
 async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token):
@@ -245,6 +246,7 @@ async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token)
     )
     [edit] = await telegram.wait_for("editMessageText")
     assert "Skipped on Telegram by alice" in edit.body["text"]
+    await outbox_settles(prompt_id)
 
 
 async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(telegram, linked, token):
@@ -264,6 +266,7 @@ async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(teleg
     [edit] = await telegram.wait_for("editMessageText")
     assert "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Telegram" in edit.body["text"]
     assert "Reply with" not in edit.body["text"]
+    await outbox_settles(prompt_id)
 
 
 async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_bot_says_what_is_missing(telegram, linked, token):
@@ -306,6 +309,7 @@ async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(telegram, link
     assert notice.body["text"].startswith("This prompt was already answered on the web by alice at ")
     prompt = await prompt_of(prompt_id)
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+    await outbox_settles(prompt_id)
 
 
 async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_user):
@@ -319,6 +323,7 @@ async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_
     assert len(telegram.calls("answerCallbackQuery")) == 1
     prompt = await prompt_of(prompt_id)
     assert await database_call(prompt.events.filter(kind="skipped").count)() == 1
+    await outbox_settles(prompt_id)
 
 
 @pytest.mark.parametrize("secret", ["", "wrong", SECRET + "x"])
@@ -391,6 +396,7 @@ async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegr
 
     [sent] = await telegram.wait_for("sendMessage")
     assert sent.body["chat_id"] == str(CHAT)
+    await until_async(lambda: ChatMessage.objects.filter(prompt=prompt.prompt, state="sent").first())
 
 
 # --- linking -------------------------------------------------------------------------------------
@@ -539,3 +545,4 @@ async def test_polling_reads_updates_without_a_public_url(telegram, linked, toke
     assert notice.body["text"] == "Skipped on Telegram by alice"
     assert then.body["offset"] == "12" and first.body.get("timeout") == "25"
     assert (await prompt_of(prompt_id)).reason == "skipped"
+    await outbox_settles(prompt_id)

@@ -123,6 +123,9 @@ _pruned_at = 0.0
 
 
 async def _turn() -> datetime | None:
+    # Only this event loop's tries count: a loop closed with tries pending left them behind.
+    running = asyncio.get_running_loop()
+    _trying.difference_update([t for t in _trying if t.done() or t.get_loop() is not running])
     for claimed in await database_call(claim_due)(CONCURRENCY - len(_trying)):
         task = asyncio.ensure_future(_try(claimed))
         _trying.add(task)
