@@ -9,6 +9,7 @@ import threading
 from datetime import timedelta
 from io import StringIO
 
+import httpx
 import pytest
 from django.core.management import call_command
 from django.test import Client
@@ -22,7 +23,8 @@ from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Pro
 
 from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
 from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
-from .test_client import until_async
+from .servers import DaphneServer
+from .test_client import until, until_async
 
 TOKEN = "123456:TEST-token"
 SECRET = "s3cret-webhook-token"
@@ -546,3 +548,31 @@ async def test_polling_reads_updates_without_a_public_url(telegram, linked, toke
     assert then.body["offset"] == "12" and first.body.get("timeout") == "25"
     assert (await prompt_of(prompt_id)).reason == "skipped"
     await outbox_settles(prompt_id)
+
+
+@pytest.mark.live
+def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, fake_api, linked, token):  # noqa: F811
+    telegram = Telegram(fake_api)
+    env = {**server_env, "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_WEBHOOK_SECRET": SECRET}
+    env |= {"TELEGRAM_API_URL": fake_api.url, "ASKUSER_CHAT_TIMEOUT": "1"}
+    telegram.hold.clear()  # the first send is held in flight…
+    first = DaphneServer(env).start()
+    try:
+        created = httpx.post(f"{first.url}/api/v1/prompts", json=payload(), headers=auth(token))
+        assert telegram.held.wait(DEADLINE)
+        first.kill()  # …when its server dies
+        telegram.hold.set()
+        second = DaphneServer(env, port=first.port).start()  # its first request starts its loops
+        try:
+            sent = fake_api.wait_for(Telegram.path("sendMessage"), 2, timeout=DEADLINE)
+            prompt_id = created.json()["id"]
+            until(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").exists())
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+
+    assert sent[-1].body["text"].startswith("Deploy\n") and sent[-1].body["chat_id"] == str(CHAT)
+    [message] = ChatMessage.objects.filter(prompt_id=prompt_id)
+    assert message.ref == {"chat_id": CHAT, "message_id": 501}  # the send that landed: the held one never did
+    assert [(t.action, t.ok) for t in message.tries.all()] == [("send", True)]  # the dead process recorded none
