@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
 from django.contrib.auth.backends import ModelBackend
+from django.db.models import QuerySet
 from django.utils.crypto import constant_time_compare
 
 from .models import Session
@@ -59,30 +60,32 @@ def verified(user: Any, login: Login) -> bool:
     return any(constant_time_compare(login.session_hash, candidate) for candidate in hashes)
 
 
-def open_socket(cookies: dict[str, str], key: str | None) -> Opened:
+def open_socket(cookies: dict[str, str], key: str | None, sessions: QuerySet[Session] | None = None) -> Opened:
     """The socket's user and session; ``Opened(None)`` for no valid login.
 
     With Django's own backend, the user arrives joined to the session row:
-    one query for the login, one for the user and the session."""
+    one query for the login, one for the user and the session, read from
+    ``sessions`` (with what the caller annotates it with, e.g. the page's state)."""
+    sessions = Session.objects.all() if sessions is None else sessions
     login = login_from(cookies)
     if login is None:
         return Opened(None)
     try:
         if key is not None and type(load_backend(login.backend)) is ModelBackend:
-            return _joined(login, key)
+            return _joined(login, key, sessions)
         user = _user(login)
     except (ValueError, TypeError):  # a user id this user model does not take
         return Opened(None)
     if not verified(user, login):
         return Opened(None)
-    session = Session.objects.select_related("agent").filter(owner=user, key=key).first() if key else None
+    session = sessions.select_related("agent").filter(owner=user, key=key).first() if key else None
     return Opened(user, session)
 
 
-def _joined(login: Login, key: str) -> Opened:
+def _joined(login: Login, key: str, sessions: QuerySet[Session]) -> Opened:
     # ModelBackend.get_user() refuses inactive users: so does the join.
     session = (
-        Session.objects.select_related("owner", "agent")
+        sessions.select_related("owner", "agent")
         # The session stores the id as a string, as Django's own get_user reads it;
         # the lookup converts it (the stubs want the int).
         .filter(key=key, owner_id=login.user_id, owner__is_active=True)  # type: ignore[misc]
