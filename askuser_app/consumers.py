@@ -9,13 +9,13 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from . import contract, socketauth, ui
 from .asyncdb import database_call
-from .models import Session
 from .realtime import session_group, user_group
 
 CLOSE_UNAUTHENTICATED = 4401
@@ -90,9 +90,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     def open_page(self, key: str | None) -> tuple[socketauth.Opened, str]:
         """The socket's login and session, and for a session page what it needs to catch up."""
-        since = self.since
-        sessions = Session.objects.all() if since is None else ui.with_catch_up(Session.objects.all(), since)
-        opened = socketauth.open_socket(self.cookies, key, sessions)
+        opened = socketauth.open_socket(self.cookies, key, self.since)
         if opened.session is None or opened.user is None:
             return opened, ""
         self.session = opened.session
@@ -110,6 +108,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             self.group = None
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' dispatch first closes old connections, on a thread hop of its
+        # own before every message (a connect's second hop); the consumer's reads
+        # close them themselves (``database_call``, ``database_sync_to_async``).
+        await getattr(self, get_handler_name(message))(message)
 
     def hold(self, user: Any) -> bool:
         """Count this socket against its user's and its address's caps, if both have room."""

@@ -299,8 +299,9 @@ def with_catch_up(sessions: QuerySet[Session], since: datetime) -> QuerySet[With
     """Sessions read with what a tab (re)connecting needs to know: the id of
     the prompt pending, and whether any message or answer is new from ``since`` on.
 
-    Read with the session itself, by ``render_catch_up``'s caller: a socket
-    opening its page pays one query for the session and its state."""
+    A socket opening its page reads the same with its session, in one raw
+    statement (``socketauth.SESSION_PAGE``, compared with this in
+    tests/test_socketauth.py); this is the reading for a session read without it."""
     prompts = Prompt.objects.filter(session=OuterRef("pk"))
     return sessions.annotate(
         pending_id=Subquery(prompts.filter(status=Prompt.Status.PENDING).values("pk")[:1]),
@@ -321,8 +322,11 @@ def render_catch_up(session: Session, cookies: dict[str, str], since: datetime |
     ``with_catch_up(since)``, which says so, and nothing else is read."""
     if since is None:
         return render_panel(session, cookies, oob=True) + render_timeline(session, oob=True)
-    # What with_catch_up() read with the session, kept on it as Django keeps annotations.
+    # What the socket's read of the session brought (socketauth), kept on it as
+    # Django keeps annotations; a session read without it is read again for it.
     state = vars(session)
+    if "anything_new" not in state:
+        state = with_catch_up(Session.objects.filter(pk=session.pk), since).values("pending_id", "anything_new").get()
     items = timeline(session, since=since) if state["anything_new"] else []
     pending = state["pending_id"]
     unchanged = str(pending or "") == shown
