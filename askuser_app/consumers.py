@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -60,29 +62,58 @@ class LiveConsumer(AsyncWebsocketConsumer):
             # No session has such a key; PostgreSQL would refuse to even look (a NUL byte).
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        # One database call for the login, the user and the session followed.
-        opened = await database_call(socketauth.open_socket)(self.cookies, key)
+        if key is not None:
+            # Joined before anything is read: nothing that happens after the read is missed.
+            await self.join(session_group(key))
+        # One database call for the login, the user, the session followed and its state.
+        opened, state = await database_call(self.open_page)(key)
         if opened.user is None:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return
         # Kept where Channels' auth middleware would put it, for what reads it later.
         self.scope["user"] = user = opened.user
         self.session = opened.session
         if key is not None and self.session is None:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.refuse(CLOSE_NOT_FOUND)
             return
         if not self.hold(user):
             await self.accept()
-            await self.close(code=CLOSE_TOO_MANY)
+            await self.refuse(CLOSE_TOO_MANY)
             return
-        self.group = session_group(self.session.pk) if self.session else user_group(user.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        if self.session is None:  # the sessions list: its group is the user's, known only now
+            await self.join(user_group(user.pk))
+            state = await self.render(self.render_state)
         await self.accept()
-        # Joined first, then the current state: nothing that happened since
-        # the page was rendered is missed. A page that is up to date gets nothing.
-        state = await self.render(self.render_state)
+        # A page that is up to date gets nothing.
         if state:
             await self.send(text_data=state)
+
+    def open_page(self, key: str | None) -> tuple[socketauth.Opened, str]:
+        """The socket's login and session, and for a session page what it needs to catch up."""
+        opened = socketauth.open_socket(self.cookies, key, self.since)
+        if opened.session is None or opened.user is None:
+            return opened, ""
+        self.session = opened.session
+        return opened, self.render_state()
+
+    async def join(self, group: str) -> None:
+        self.group = group
+        await self.channel_layer.group_add(group, self.channel_name)
+
+    async def refuse(self, code: int) -> None:
+        await self.leave()
+        await self.close(code=code)
+
+    async def leave(self) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            self.group = None
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' dispatch first closes old connections, on a thread hop of its
+        # own before every message (a connect's second hop); the consumer's reads
+        # close them themselves (``database_call``, ``database_sync_to_async``).
+        await getattr(self, get_handler_name(message))(message)
 
     def hold(self, user: Any) -> bool:
         """Count this socket against its user's and its address's caps, if both have room."""
@@ -98,13 +129,18 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         holdings.release(self.held)
         self.held = []
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.leave()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Browsers only listen; answers go through the HTTP forms."""
 
+    def not_mine(self, event: dict[str, Any]) -> bool:
+        """An event for another owner's session with this page's key (the group is the key's)."""
+        return self.session is not None and event.get("session_id") != self.session.pk
+
     async def prompt_changed(self, event: dict[str, Any]) -> None:
+        if self.not_mine(event):
+            return
         if self.session is None:
             await self.send(text_data=await self.render(self.render_sessions))
             return
@@ -113,6 +149,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=await self.render(change, self.session, event["prompt_id"], self.cookies))
 
     async def message_created(self, event: dict[str, Any]) -> None:
+        if self.not_mine(event):
+            return
         if self.session is None:
             await self.send(text_data=await self.render(self.render_sessions))
             return
@@ -123,19 +161,26 @@ class LiveConsumer(AsyncWebsocketConsumer):
         cookies: dict[str, str] = self.scope.get("cookies", {})
         return cookies
 
+    @functools.cached_property
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+
+    @functools.cached_property
+    def since(self) -> datetime | None:
+        """Since when the page may have missed something: None for everything."""
+        return ui.catch_up_since(self.query.get("since", [None])[0])
+
     def render_state(self) -> str:
         """The state as of joining; a session page says since when it needs the timeline."""
-        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
-        cursor, shown = (query.get(name, [None])[0] for name in ("since", "shown"))
         if self.session is None:
-            everything = query.get("all") == ["1"]
-            return ui.render_sessions_since(self.scope["user"], ui.catch_up_since(cursor), everything=everything)
-        return ui.render_catch_up(self.session, self.cookies, ui.catch_up_since(cursor), shown or "")
+            everything = self.query.get("all") == ["1"]
+            return ui.render_sessions_since(self.scope["user"], self.since, everything=everything)
+        shown = self.query.get("shown", [""])[0]
+        return ui.render_catch_up(self.session, self.cookies, self.since, shown)
 
     def render_sessions(self) -> str:
         # A list opened with ?all=1 keeps showing the idle sessions as it updates.
-        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
-        return ui.render_sessions(self.scope["user"], oob=True, everything=query.get("all") == ["1"])
+        return ui.render_sessions(self.scope["user"], oob=True, everything=self.query.get("all") == ["1"])
 
     @staticmethod
     async def render(function: Any, *args: Any) -> str:

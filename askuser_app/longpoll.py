@@ -34,7 +34,7 @@ from .asyncdb import database_call
 from .realtime import Inbox, hub, prompt_group, session_group
 
 if TYPE_CHECKING:
-    from .models import Agent
+    from .models import Agent, Session
 
 # A parked wait ends within 55 s, and most much sooner: try again shortly.
 RETRY_AFTER = 5
@@ -133,8 +133,9 @@ async def wait_for_messages(
     authorization: str | None, key: str, after: int, wait: float, address: str | None = None
 ) -> dict[str, Any]:
     """The user's messages after ``after``, waiting up to ``wait`` seconds for one."""
-    agent, session_id = await _session_id(authorization, key)
-    async with hub().listen(session_group(session_id)) as inbox:
+    agent, session = await _session(authorization, key)
+    session_id = session.pk
+    async with hub().listen(session_group(session.key)) as inbox:
         messages = await _messages_after(session_id, after)
         end = time.monotonic() + wait
         if not messages and wait > 0:
@@ -151,15 +152,17 @@ async def _messages_arriving(inbox: Inbox, session_id: int, after: int, end: flo
         event = await _next(inbox, end - time.monotonic())
         if event is None:
             break
-        if event["type"] == "message.created" and event.get("author") == "user":
+        # The group is the key's: another owner's session with this key is not this one.
+        mine = event.get("session_id") == session_id
+        if mine and event["type"] == "message.created" and event.get("author") == "user":
             messages = await _messages_after(session_id, after)
     return messages
 
 
 @database_call
-def _session_id(authorization: str | None, key: str) -> tuple[Agent, int]:
+def _session(authorization: str | None, key: str) -> tuple[Agent, Session]:
     agent = agentauth.agent_for(authorization)
-    return agent, services.session_for_owner(agent.owner_id, key).pk
+    return agent, services.session_for_owner(agent.owner_id, key)
 
 
 @database_call

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import logging
 import uuid
 import weakref
@@ -30,8 +31,12 @@ def prompt_group(prompt_id: uuid.UUID | str) -> str:
     return f"prompt-{uuid.UUID(str(prompt_id)).hex}"
 
 
-def session_group(session_id: int) -> str:
-    return f"session-{session_id}"
+def session_group(key: str) -> str:
+    """Every session with this key, whoever owns it: a socket joins it before it
+    reads anything (its login included), so it needs a name known from its
+    address alone; listeners drop the events of other owners' sessions by
+    ``session_id``. Hashed: a key may hold characters a group name may not."""
+    return f"session-{hashlib.blake2b(key.encode(), digest_size=16).hexdigest()}"
 
 
 def user_group(user_id: int) -> str:
@@ -58,12 +63,14 @@ def message_created(message: Message) -> None:
         "session_id": message.session_id,
         "author": message.author,
     }
-    _announce([(session_group(message.session_id), event), (user_group(message.session.owner_id), event)])
+    session = message.session
+    _announce([(session_group(session.key), event), (user_group(session.owner_id), event)])
 
 
 def _browser_messages(prompt: Prompt, status: str) -> list[tuple[str, dict[str, Any]]]:
     change = {"type": "prompt.changed", "prompt_id": str(prompt.pk), "session_id": prompt.session_id, "status": status}
-    return [(session_group(prompt.session_id), change), (user_group(prompt.session.owner_id), change)]
+    session = prompt.session
+    return [(session_group(session.key), change), (user_group(session.owner_id), change)]
 
 
 _sending: set[asyncio.Task[None]] = set()

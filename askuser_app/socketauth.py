@@ -11,16 +11,20 @@ does for a request.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import import_module
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model, load_backend
 from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.models import User
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.utils.crypto import constant_time_compare
 
-from .models import Session
+from .models import Prompt, Session
 
 
 @dataclass
@@ -59,17 +63,38 @@ def verified(user: Any, login: Login) -> bool:
     return any(constant_time_compare(login.session_hash, candidate) for candidate in hashes)
 
 
-def open_socket(cookies: dict[str, str], key: str | None) -> Opened:
+# The socket open's one raw statement: a session page's session row, its
+# owner's password hash (to verify the login's session hash) and what the page
+# needs to catch up on (the pending prompt's id; anything new since the page's
+# cursor). The ORM builds the same query (``ui.with_catch_up`` on the session
+# joined to its owner) in about 4.8 ms, most of a connect's database work; the
+# statement costs 0.25 ms (docs/PERFORMANCE.md, "Sockets"). PostgreSQL and
+# SQLite both speak it; tests/test_socketauth.py compares what it reads with
+# the ORM's reading on both databases, so a changed table or column fails there.
+SESSION_PAGE = """
+SELECT s.id, s.owner_id, s."key", s.title, s.agent_id, s.created_at, u.password AS owner_password,
+  (SELECT p.id FROM askuser_app_prompt p WHERE p.session_id = s.id AND p.status = %(pending)s LIMIT 1) AS pending_id,
+  (EXISTS (SELECT 1 FROM askuser_app_message m WHERE m.session_id = s.id AND m.created_at >= %(since)s)
+   OR EXISTS (SELECT 1 FROM askuser_app_prompt p
+              WHERE p.session_id = s.id AND p.status <> %(pending)s AND p.resolved_at >= %(since)s)) AS anything_new
+FROM askuser_app_session s JOIN auth_user u ON u.id = s.owner_id
+WHERE s."key" = %(key)s AND s.owner_id = %(owner)s AND u.is_active
+"""
+
+
+def open_socket(cookies: dict[str, str], key: str | None, since: datetime | None = None) -> Opened:
     """The socket's user and session; ``Opened(None)`` for no valid login.
 
-    With Django's own backend, the user arrives joined to the session row:
-    one query for the login, one for the user and the session."""
+    With Django's own backend and user model, a session page's user arrives
+    with its session row, and the session with what ``ui.render_catch_up``
+    reads for ``since``: one query for the login, one for the rest. With
+    another backend, the backend reads the user and the session is read alone."""
     login = login_from(cookies)
     if login is None:
         return Opened(None)
     try:
-        if key is not None and type(load_backend(login.backend)) is ModelBackend:
-            return _joined(login, key)
+        if key is not None and type(load_backend(login.backend)) is ModelBackend and get_user_model() is User:
+            return _session_page(login, key, since)
         user = _user(login)
     except (ValueError, TypeError):  # a user id this user model does not take
         return Opened(None)
@@ -79,19 +104,26 @@ def open_socket(cookies: dict[str, str], key: str | None) -> Opened:
     return Opened(user, session)
 
 
-def _joined(login: Login, key: str) -> Opened:
-    # ModelBackend.get_user() refuses inactive users: so does the join.
-    session = (
-        Session.objects.select_related("owner", "agent")
-        # The session stores the id as a string, as Django's own get_user reads it;
-        # the lookup converts it (the stubs want the int).
-        .filter(key=key, owner_id=login.user_id, owner__is_active=True)  # type: ignore[misc]
-        .first()
-    )
+def _session_page(login: Login, key: str, since: datetime | None) -> Opened:
+    # ModelBackend.get_user() refuses inactive users: so does the statement.
+    when = connection.ops.adapt_datetimefield_value(since)
+    params = {"pending": Prompt.Status.PENDING, "since": when, "key": key, "owner": int(login.user_id)}
+    session = next(iter(Session.objects.raw(SESSION_PAGE, params)), None)
     if session is None:  # no such session: tell a stale login from a wrong address
         user = _user(login)
         return Opened(user if verified(user, login) else None)
-    return Opened(session.owner, session) if verified(session.owner, login) else Opened(None)
+    read = vars(session)
+    # The owner as far as the statement read it; any other field is read when first used.
+    owner = User.from_db(
+        DEFAULT_DB_ALIAS, ["id", "password", "is_active"], [session.owner_id, read.pop("owner_password"), True]
+    )
+    if not verified(owner, login):
+        return Opened(None)
+    session.owner = owner
+    # As the ORM reads them on either database: a UUID (SQLite gives its hex) and a boolean.
+    read["pending_id"] = uuid.UUID(str(read["pending_id"])) if read["pending_id"] else None
+    read["anything_new"] = bool(read["anything_new"])
+    return Opened(owner, session)
 
 
 def _user(login: Login) -> Any | None:

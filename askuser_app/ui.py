@@ -8,6 +8,7 @@ of the same piece of UI cannot drift apart.
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -299,6 +300,26 @@ def render_timeline(session: Session, *, oob: bool = False) -> str:
     return render_to_string("askuser/partials/timeline.html", {"items": timeline(session), "oob": oob})
 
 
+class CatchUp(TypedDict):
+    pending_id: uuid.UUID | None
+    anything_new: bool
+
+
+def with_catch_up(sessions: QuerySet[Session], since: datetime) -> QuerySet[WithAnnotations[Session, CatchUp]]:
+    """Sessions read with what a tab (re)connecting needs to know: the id of
+    the prompt pending, and whether any message or answer is new from ``since`` on.
+
+    A socket opening its page reads the same with its session, in one raw
+    statement (``socketauth.SESSION_PAGE``, compared with this in
+    tests/test_socketauth.py); this is the reading for a session read without it."""
+    prompts = Prompt.objects.filter(session=OuterRef("pk"))
+    return sessions.annotate(
+        pending_id=Subquery(prompts.filter(status=Prompt.Status.PENDING).values("pk")[:1]),
+        anything_new=Exists(Message.objects.filter(session=OuterRef("pk"), created_at__gte=since))
+        | Exists(prompts.exclude(status=Prompt.Status.PENDING).filter(resolved_at__gte=since)),
+    )
+
+
 def render_catch_up(session: Session, cookies: dict[str, str], since: datetime | None, shown: str = "") -> str:
     """What a tab needs on (re)connecting: the panel, unless its page already
     shows the prompt that is pending (``shown``, its id or "" for none), and
@@ -307,20 +328,17 @@ def render_catch_up(session: Session, cookies: dict[str, str], since: datetime |
 
     The panel is not sent again for the prompt the page shows: an answer the
     person has begun before the socket connected stays as it is. Most tabs
-    connect to a page that is up to date: one query says so."""
+    connect to a page that is up to date: with ``since``, ``session`` was read
+    ``with_catch_up(since)``, which says so, and nothing else is read."""
     if since is None:
         return render_panel(session, cookies, oob=True) + render_timeline(session, oob=True)
-    prompts = Prompt.objects.filter(session=OuterRef("pk"))
-    pending, new_messages, new_summaries = (
-        Session.objects.filter(pk=session.pk)
-        .values_list(
-            Subquery(prompts.filter(status=Prompt.Status.PENDING).values("pk")[:1]),
-            Exists(Message.objects.filter(session=OuterRef("pk"), created_at__gte=since)),
-            Exists(prompts.exclude(status=Prompt.Status.PENDING).filter(resolved_at__gte=since)),
-        )
-        .get()
-    )
-    items = timeline(session, since=since) if new_messages or new_summaries else []
+    # What the socket's read of the session brought (socketauth), kept on it as
+    # Django keeps annotations; a session read without it is read again for it.
+    state = vars(session)
+    if "anything_new" not in state:
+        state = with_catch_up(Session.objects.filter(pk=session.pk), since).values("pending_id", "anything_new").get()
+    items = timeline(session, since=since) if state["anything_new"] else []
+    pending = state["pending_id"]
     unchanged = str(pending or "") == shown
     panel = "" if unchanged else render_panel(session, cookies, oob=True, pending=pending is not None)
     return panel + render_appended(items)

@@ -19,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from askuser_app import contract, history, services
+from askuser_app.admin import BoundedPaginator, PromptAdmin
 from askuser_app.agentauth import hash_token
 from askuser_app.asyncdb import database_call
 from askuser_app.models import Agent, Answer, Prompt, PromptEvent
@@ -213,6 +214,22 @@ def test_search_covers_questions_options_free_text_and_session_keys(staff_client
 
     keys = set(sessions_listed(listing))
     assert keys == {found}
+
+
+def test_the_lists_count_stops_at_its_bound_and_the_list_still_pages(staff_client, agent, owner, monkeypatch):
+    monkeypatch.setattr(BoundedPaginator, "BOUND", 2)
+    monkeypatch.setattr(PromptAdmin, "list_per_page", 2)
+    for n in range(5):
+        services.cancel(ask(agent, session=f"deploy-{n}"), agent=agent)
+
+    first = page(staff_client.get(PROMPTS))
+    second = page(staff_client.get(PROMPTS, {"p": "2"}))
+    filtered = page(staff_client.get(PROMPTS, {"status__exact": "no_answer", "p": "2"}))
+
+    assert "more than 2 prompts" in first and sessions_listed(first) == ["deploy-4", "deploy-3"]
+    # A later page counts on from where it is: two pages past the first.
+    assert "more than 4 prompts" in second and sessions_listed(second) == ["deploy-2", "deploy-1"]
+    assert "more than 4 prompts" in filtered and sessions_listed(filtered) == ["deploy-2", "deploy-1"]
 
 
 def test_search_by_prompt_id(staff_client, history_of_two_owners):

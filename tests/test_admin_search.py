@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.db import connection
 from django.db.models import Q
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
-from askuser_app.admin import matching
+from askuser_app.admin import matching, search_words, searched
 from askuser_app.models import Prompt
 
 from .conftest import SCALED, SCALED_REASON
@@ -59,3 +63,35 @@ def test_the_admin_list_searches_100000_prompts_by_session_key(long_history, sta
     listing = client.get("/admin/askuser_app/prompt/", {"q": "fill-417"}).content.decode()
 
     assert "100 results" in listing and "fill-417" in listing
+
+
+@pytest.mark.parametrize("term", ["cluster", "quartz migrate", "release notes of 7", "of 4242", "harbor-41 eu-west-12"])
+def test_a_search_of_common_and_rare_words_finds_what_a_plain_scan_finds(long_history, term):
+    prompts, _ = searched(Prompt.objects.all(), term)
+    expected = set.intersection(*(plain_search(word) for word in search_words(term)))
+
+    assert set(prompts.values_list("pk", flat=True)) == expected
+
+
+def test_a_common_words_count_is_estimated_and_the_list_still_pages(long_history, staff):
+    client = Client()
+    client.force_login(staff)
+
+    first = client.get("/admin/askuser_app/prompt/", {"q": "cluster"}).content.decode()
+    second = client.get("/admin/askuser_app/prompt/", {"q": "cluster", "p": "2"}).content.decode()
+
+    assert re.search(r"about [0-9]+ results", first) and re.search(r"about [0-9]+ prompts", first)
+    shown = [set(re.findall(r"/admin/askuser_app/prompt/([0-9a-f-]{36})/change/", html)) for html in (first, second)]
+    assert len(shown[0]) == len(shown[1]) == 50 and not shown[0] & shown[1]
+
+
+def test_the_unsearched_list_counts_only_to_its_bound(long_history, staff):
+    client = Client()
+    client.force_login(staff)
+
+    with CaptureQueriesContext(connection) as queries:
+        listing = client.get("/admin/askuser_app/prompt/").content.decode()
+
+    assert "more than 1000 prompts" in listing
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert counts and all("LIMIT" in sql.upper() for sql in counts)

@@ -100,15 +100,19 @@ async def test_a_deactivated_users_socket_is_refused(session, owner):
     assert not connected
 
 
-def test_opening_a_session_pages_socket_reads_login_user_and_session_in_two_queries(
+def test_opening_a_session_pages_socket_reads_login_user_session_and_state_in_two_queries(
     session, owner, django_assert_num_queries
 ):
     cookies = {"sessionid": cookie_for(owner).split("=", 1)[1]}
+    Message.objects.update(created_at=timezone.now() - timedelta(hours=1))
 
-    with django_assert_num_queries(2):  # the login by its key; the session joined to its owner
-        opened = socketauth.open_socket(cookies, "support-42")
+    # The login by its key; the session with its owner and what the page must catch up on.
+    with django_assert_num_queries(2):
+        opened = socketauth.open_socket(cookies, "support-42", timezone.now() - timedelta(minutes=1))
+        html = ui.render_catch_up(opened.session, cookies, timezone.now() - timedelta(minutes=1))
 
     assert opened.user == owner and opened.session == session
+    assert html == ""  # nothing pending, nothing new: the page is up to date
 
 
 async def open_from(address: str, user) -> WebsocketCommunicator:
@@ -431,6 +435,22 @@ async def test_a_sessions_list_reconnecting_after_a_change_gets_the_list_again(a
 
     assert 'id="sessions-list"' in html and "support-42" in html
     await tab.disconnect()
+
+
+async def test_a_tab_of_another_users_session_with_the_same_key_hears_only_its_own(agent, owner, other_user):
+    await database_call(services.post_agent_message)(agent, "support-42", "Hello")
+    their_agent = await database_call(lambda: services.create_agent("theirs", other_user)[0])()
+    await database_call(services.post_agent_message)(their_agent, "support-42", "Hi Bob")
+    their_tab = await opened("/ws/sessions/support-42/", other_user)
+
+    prompt = await ask(agent)
+    await database_call(services.post_agent_message)(agent, "support-42", "Deploying now")
+    await database_call(services.cancel)(prompt, agent=agent)
+    assert await their_tab.receive_nothing(timeout=0.3)
+
+    await database_call(services.post_agent_message)(their_agent, "support-42", "Bob's news")
+    assert "Bob&#x27;s news" in await their_tab.receive_from(timeout=DEADLINE)
+    await their_tab.disconnect()
 
 
 async def test_other_users_hear_nothing(agent, owner, other_user, session, other_token):
