@@ -1,0 +1,332 @@
+"""Discord: DMs with buttons over the REST API, and signed interactions back.
+
+Outbound calls go to a local fake of Discord's API (``DISCORD_API_URL``);
+inbound requests are signed with a real Ed25519 key made for the test, whose
+public half is the application's ``DISCORD_PUBLIC_KEY``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.urls import include, path
+from nacl.encoding import HexEncoder
+from nacl.signing import SigningKey
+
+from askuser_app.chat import discord
+from askuser_app.chat.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.textreply import TextQuestion
+from tests.chatfake import fake_api  # noqa: F401  (a fixture)
+
+urlpatterns = [path("chat/discord/", include(discord.adapter.urlpatterns())), path("", include("controlui.urls"))]
+pytestmark = pytest.mark.urls(__name__)
+
+KEY = SigningKey.generate()
+APP, TOKEN, USER, CHANNEL = "1100", "bot-token-1", "4242", "900"
+ENDPOINT = "/chat/discord/interactions"
+PROMPT = uuid.UUID("12345678123456781234567812345678")
+HEX = PROMPT.hex
+
+
+@pytest.fixture
+def api(fake_api, settings):  # noqa: F811
+    """Discord configured, its API the fake: a DM channel opens, messages post and edit."""
+    settings.DISCORD_APPLICATION_ID = APP
+    settings.DISCORD_PUBLIC_KEY = KEY.verify_key.encode(HexEncoder).decode()
+    settings.DISCORD_BOT_TOKEN = TOKEN
+    settings.DISCORD_API_URL = f"{fake_api.url}/api/v10"
+    discord.adapter.channels.clear()
+    fake_api.route("POST", "/api/v10/users/@me/channels", lambda call: (200, {"id": CHANNEL, "type": 1}))
+    fake_api.route("POST", f"/api/v10/channels/{CHANNEL}/messages", lambda call: (200, {"id": "7001"}))
+    fake_api.route("PATCH", f"/api/v10/channels/{CHANNEL}/messages/7001", lambda call: (200, {"id": "7001"}))
+    yield fake_api
+    discord.adapter.channels.clear()
+
+
+def signed(body: bytes, *, key: SigningKey = KEY, at: int | None = None) -> dict[str, str]:
+    timestamp = str(int(time.time()) if at is None else at)
+    signature = key.sign(timestamp.encode() + body).signature.hex()
+    return {"X-Signature-Ed25519": signature, "X-Signature-Timestamp": timestamp}
+
+
+def post(client, interaction: Any, **signing: Any):
+    raw = interaction if isinstance(interaction, bytes) else json.dumps(interaction).encode()
+    return client.post(ENDPOINT, data=raw, content_type="application/json", headers=signed(raw, **signing))
+
+
+def deploy_card(**fields: Any) -> Card:
+    question = TextQuestion(
+        key="deploy_target",
+        header="Deploy",
+        text="Where should this release go first?",
+        multi_select=False,
+        options=("Staging (Recommended)", "Production"),
+        descriptions=("Safe, reversible", ""),
+    )
+    card = {
+        "prompt_id": PROMPT,
+        "agent": "release-bot",
+        "header": "Deploy",
+        "text": "Where should this release go first?\n  1. Staging (Recommended) — Safe, reversible\n  2. Production",
+        "buttons": (
+            Button("Staging (Recommended)", Action("option", PROMPT, 0)),
+            Button("Production", Action("option", PROMPT, 1)),
+            Button("Other…", Action("other", PROMPT)),
+            Button("Skip", Action("skip", PROMPT)),
+        ),
+        "url": f"http://127.0.0.1:8765/s/support-42/#prompt-{HEX}",
+        "questions": (question,),
+        "expires_at": datetime(2030, 1, 1, tzinfo=UTC),
+        "by_buttons": True,
+    }
+    return Card(**(card | fields))
+
+
+def button(label: str, custom_id: str, style: int) -> dict[str, Any]:
+    return {"type": 2, "style": style, "label": label, "custom_id": custom_id}
+
+
+def page_link(url: str) -> dict[str, Any]:
+    return {"type": 2, "style": 5, "label": "Open in askuser", "url": url}
+
+
+# --- outbound ---------------------------------------------------------------------------
+
+
+async def test_a_single_select_prompt_is_a_dm_with_one_button_per_option_then_other_skip_and_the_page(api):
+    card = deploy_card()
+
+    ref = await discord.adapter.send(USER, card)
+
+    assert ref == {"channel_id": CHANNEL, "message_id": "7001"}
+    (opened,) = api.of("/api/v10/users/@me/channels")
+    assert opened.body == {"recipient_id": USER}
+    assert opened.headers["authorization"] == f"Bot {TOKEN}"
+    (sent,) = api.of(f"/api/v10/channels/{CHANNEL}/messages")
+    assert sent.headers["authorization"] == f"Bot {TOKEN}"
+    assert sent.body == {
+        "content": "**Deploy**\nWhere should this release go first?\n"
+        "  1\\. Staging \\(Recommended\\) — Safe, reversible\n  2\\. Production",
+        "allowed_mentions": {"parse": []},
+        "components": [
+            {
+                "type": 1,
+                "components": [
+                    button("Staging (Recommended)", f"o:{HEX}:0", 1),
+                    button("Production", f"o:{HEX}:1", 1),
+                ],
+            },
+            {
+                "type": 1,
+                "components": [button("Other…", f"x:{HEX}", 2), button("Skip", f"s:{HEX}", 2), page_link(card.url)],
+            },
+        ],
+    }
+
+
+async def test_a_reply_prompt_has_answer_skip_all_and_the_page(api):
+    card = deploy_card(
+        header="release-bot asks",
+        text="The agent asks 2 questions: …",
+        buttons=(Button("Skip all", Action("skip", PROMPT)),),
+        by_buttons=False,
+        answer_button=Button("Answer…", Action("answer", PROMPT)),
+    )
+
+    await discord.adapter.send(USER, card)
+
+    (sent,) = api.of(f"/api/v10/channels/{CHANNEL}/messages")
+    assert sent.body["components"] == [
+        {
+            "type": 1,
+            "components": [button("Answer…", f"t:{HEX}", 1), button("Skip all", f"s:{HEX}", 2), page_link(card.url)],
+        }
+    ]
+
+
+async def test_agent_text_can_neither_format_nor_mention(api):
+    card = deploy_card(
+        header="**Loud**",
+        text="@everyone <@123> see [site](http://x) `code` ~~no~~ ||spoiler|| _it_\n"
+        "# Heading\n- item\n-# small\n> quote",
+    )
+
+    await discord.adapter.send(USER, card)
+
+    (sent,) = api.of(f"/api/v10/channels/{CHANNEL}/messages")
+    assert sent.body["content"] == (
+        "**\\*\\*Loud\\*\\***\n"
+        "\\@everyone \\<\\@123\\> see \\[site\\]\\(http://x\\) \\`code\\` \\~\\~no\\~\\~ \\|\\|spoiler\\|\\| \\_it\\_\n"
+        "\\# Heading\n\\- item\n\\-\\# small\n\\> quote"
+    )
+    assert sent.body["allowed_mentions"] == {"parse": []}
+
+
+async def test_a_long_prompt_is_cut_to_one_message(api):
+    await discord.adapter.send(USER, deploy_card(text="word " * 1000))
+
+    (sent,) = api.of(f"/api/v10/channels/{CHANNEL}/messages")
+    assert len(sent.body["content"]) == 2000
+    assert sent.body["content"].endswith("…")
+
+
+async def test_the_dm_channel_is_opened_once_per_person(api):
+    await discord.adapter.send(USER, deploy_card())
+    await discord.adapter.send(USER, deploy_card())
+
+    assert len(api.of("/api/v10/users/@me/channels")) == 1
+    assert len(api.of(f"/api/v10/channels/{CHANNEL}/messages")) == 2
+
+
+async def test_a_dm_channel_that_is_gone_is_opened_again(api):
+    discord.adapter.channels[USER] = "555"
+
+    ref = await discord.adapter.send(USER, deploy_card())
+
+    assert ref == {"channel_id": CHANNEL, "message_id": "7001"}
+    assert [c.path for c in api.calls] == [
+        "/api/v10/channels/555/messages",
+        "/api/v10/users/@me/channels",
+        f"/api/v10/channels/{CHANNEL}/messages",
+    ]
+
+
+async def test_a_resolved_prompt_is_edited_to_its_outcome_without_buttons(api):
+    closed = Closed(
+        prompt_id=PROMPT,
+        header="Deploy",
+        text="Where should this release go first?",
+        outcome="Answered: Production — by alice on Discord",
+        url=f"http://127.0.0.1:8765/s/support-42/#prompt-{HEX}",
+    )
+
+    await discord.adapter.edit({"channel_id": CHANNEL, "message_id": "7001"}, closed)
+
+    (edit,) = api.of(f"/api/v10/channels/{CHANNEL}/messages/7001", method="PATCH")
+    assert edit.headers["authorization"] == f"Bot {TOKEN}"
+    assert edit.body == {
+        "content": "**Deploy**\nWhere should this release go first?\n\n"
+        f"**Answered: Production — by alice on Discord**\n<{closed.url}>",
+        "allowed_mentions": {"parse": []},
+        "components": [],
+    }
+
+
+async def test_rate_limits_and_outages_are_retried_later(api):
+    api.route("POST", f"/api/v10/channels/{CHANNEL}/messages", lambda call: (429, {"retry_after": 1.5}))
+    with pytest.raises(Temporary) as limited:
+        await discord.adapter.send(USER, deploy_card())
+    assert limited.value.retry_after == 1.5
+
+    api.route("POST", f"/api/v10/channels/{CHANNEL}/messages", lambda call: (429, {}, {"Retry-After": "3"}))
+    with pytest.raises(Temporary) as limited:
+        await discord.adapter.send(USER, deploy_card())
+    assert limited.value.retry_after == 3.0
+
+    api.down(502)
+    with pytest.raises(Temporary):
+        await discord.adapter.send(USER, deploy_card())
+
+
+async def test_an_unreachable_api_is_retried_later(api, settings):
+    settings.DISCORD_API_URL = "http://127.0.0.1:9/api/v10"  # nothing listens on the discard port
+
+    with pytest.raises(Temporary):
+        await discord.adapter.send(USER, deploy_card())
+
+
+async def test_a_person_who_cannot_be_messaged_is_given_up_on(api):
+    api.route("POST", f"/api/v10/channels/{CHANNEL}/messages", lambda call: (403, {"code": 50007}))
+    with pytest.raises(Permanent):
+        await discord.adapter.send(USER, deploy_card())
+
+    api.route("PATCH", f"/api/v10/channels/{CHANNEL}/messages/7001", lambda call: (404, {"code": 10008}))
+    closed = Closed(PROMPT, "Deploy", "Where?", "Expired", "http://127.0.0.1:8765/")
+    with pytest.raises(Permanent):
+        await discord.adapter.edit({"channel_id": CHANNEL, "message_id": "7001"}, closed)
+
+
+def test_it_is_configured_only_with_all_three_settings(settings):
+    settings.DISCORD_APPLICATION_ID, settings.DISCORD_PUBLIC_KEY, settings.DISCORD_BOT_TOKEN = APP, "ab", ""
+    assert not discord.adapter.configured()
+    settings.DISCORD_BOT_TOKEN = TOKEN
+    assert discord.adapter.configured()
+
+
+def test_the_link_step_names_the_command():
+    assert discord.adapter.how_to_link("K7Q2M9XD") == (
+        "In a direct message to the askuser bot, type /askuser link K7Q2M9XD."
+    )
+
+
+# --- inbound: signatures and malformed requests ---------------------------------------
+
+
+def test_a_ping_is_answered_with_a_pong(api, client):
+    response = post(client, {"id": "1", "type": 1, "application_id": APP})
+
+    assert response.status_code == 200
+    assert response.json() == {"type": 1}
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"X-Signature-Timestamp": "1700000000"},
+        signed(b'{"type": 1}', key=SigningKey.generate()),
+        signed(b'{"type": 2}'),  # signed for another body
+        {**signed(b'{"type": 1}'), "X-Signature-Ed25519": "zz"},
+    ],
+    ids=["unsigned", "no signature", "another key", "another body", "not hex"],
+)
+def test_a_request_not_signed_by_the_application_is_refused(api, client, headers):
+    response = client.post(ENDPOINT, data=b'{"type": 1}', content_type="application/json", headers=headers)
+
+    assert response.status_code == 401
+    assert response.json()["error"] == "bad_signature"
+
+
+def test_a_signature_from_long_ago_is_refused(api, client):
+    response = post(client, {"id": "1", "type": 1}, at=int(time.time()) - 3600)
+
+    assert response.status_code == 401
+
+
+def test_the_endpoint_is_absent_while_discord_is_not_configured(client, settings):
+    settings.DISCORD_BOT_TOKEN = ""
+
+    assert post(client, {"id": "1", "type": 1}).status_code == 404
+
+
+def test_only_post_is_served(api, client):
+    assert client.get(ENDPOINT).status_code == 405
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"\xff\xfe{}", "not UTF-8"),
+        (b"{not json", "not UTF-8 JSON"),
+        (b"[1, 2]", "a JSON object"),
+        (b'{"type": "1"}', "integer type"),
+        (b'{"type": 4, "id": "9"}', "type 4 are not handled"),
+    ],
+)
+def test_a_malformed_interaction_is_refused_clearly(api, client, body, why):
+    response = post(client, body)
+
+    assert response.status_code == 400
+    assert why in response.json()["detail"]
+    assert api.calls == []
+
+
+def test_a_huge_body_is_refused(api, client):
+    response = post(client, {"type": 1, "padding": "x" * (200 * 1024)})
+
+    assert response.status_code == 413
