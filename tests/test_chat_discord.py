@@ -7,6 +7,7 @@ public half is the application's ``DISCORD_PUBLIC_KEY``.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 import uuid
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import include, path
 from nacl.encoding import HexEncoder
 from nacl.signing import SigningKey
@@ -330,3 +332,78 @@ def test_a_huge_body_is_refused(api, client):
     response = post(client, {"type": 1, "padding": "x" * (200 * 1024)})
 
     assert response.status_code == 413
+
+
+# --- modals -----------------------------------------------------------------------------
+
+
+def test_other_opens_a_modal_for_the_question_own_words():
+    question = deploy_card().questions[0]
+
+    modal = discord.own_words_modal(PROMPT, question)
+
+    assert modal == {
+        "custom_id": f"x:{HEX}",
+        "title": "Deploy: your own answer",
+        "components": [
+            {
+                "type": 1,
+                "components": [
+                    {
+                        "type": 4,
+                        "custom_id": "deploy_target",
+                        "style": 2,
+                        "label": "Deploy",
+                        "placeholder": "Where should this release go first?",
+                        "required": True,
+                        "max_length": 2000,
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def test_answer_opens_a_modal_with_one_input_per_question_listing_its_options():
+    deploy = deploy_card().questions[0]
+    extras = TextQuestion("extras", "Extras", "Which extras?", True, ("Docs", "Changelog", "Blog post"))
+
+    modal = discord.answers_modal(PROMPT, (deploy, extras))
+
+    assert modal["custom_id"] == f"t:{HEX}"
+    assert modal["title"] == "Your answer"
+    inputs = [row["components"][0] for row in modal["components"]]
+    assert [(i["custom_id"], i["label"], i["style"]) for i in inputs] == [
+        ("deploy_target", "Deploy", 1),
+        ("extras", "Extras", 1),
+    ]
+    assert inputs[0]["placeholder"] == "1. Staging (Recommended), 2. Production — or your own words"
+    assert inputs[1]["placeholder"] == "1. Docs, 2. Changelog, 3. Blog post — numbers or labels, or your own words"
+
+
+# --- registering the command ------------------------------------------------------------
+
+
+def test_the_askuser_command_is_registered_as_the_global_command(api):
+    api.route("PUT", f"/api/v10/applications/{APP}/commands", lambda call: (200, [{"id": "1", **call.body[0]}]))
+    out = io.StringIO()
+
+    call_command("discord_commands", stdout=out)
+
+    (put,) = api.of(f"/api/v10/applications/{APP}/commands")
+    assert put.headers["authorization"] == f"Bot {TOKEN}"
+    (command,) = put.body
+    assert command["name"] == "askuser"
+    assert [(o["name"], [p["name"] for p in o.get("options", [])]) for o in command["options"]] == [
+        ("link", ["code"]),
+        ("unlink", []),
+    ]
+    assert "/askuser" in out.getvalue()
+
+
+def test_registering_says_why_it_failed(api, settings):
+    with pytest.raises(CommandError, match="404"):
+        call_command("discord_commands")  # the fake has no such application
+    settings.DISCORD_BOT_TOKEN = ""
+    with pytest.raises(CommandError, match="DISCORD_BOT_TOKEN"):
+        call_command("discord_commands")

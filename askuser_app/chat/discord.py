@@ -38,6 +38,7 @@ from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from ..contract import MAX_FREE_TEXT
 from ..textreply import TextQuestion
 from . import core
 from .base import Action, Button, Card, Closed, Permanent, Ref, Reply, Sender, Temporary, decode, encode
@@ -56,7 +57,6 @@ MAX_ROWS, ROW_WIDTH = 5, 5
 MAX_INPUT_LABEL = 45  # a modal's title and a text input's label
 MAX_PLACEHOLDER = 100
 MAX_INPUTS = 5
-MAX_INPUT_VALUE = 4000
 
 # Interaction and response types (discord.com/developers/docs/interactions/receiving-and-responding).
 PING, APPLICATION_COMMAND, MESSAGE_COMPONENT, MODAL_SUBMIT = 1, 2, 3, 5
@@ -175,7 +175,7 @@ def _input(question: TextQuestion, style: int, placeholder: str) -> dict[str, An
         "label": _cut(question.header, MAX_INPUT_LABEL),
         "placeholder": placeholder,
         "required": True,
-        "max_length": MAX_INPUT_VALUE,
+        "max_length": MAX_FREE_TEXT,  # what an answer may hold; Discord allows 4000
     }
     return {"type": ACTION_ROW, "components": [field]}
 
@@ -455,6 +455,46 @@ HANDLERS: dict[int, Callable[[dict[str, Any], Sender], HttpResponse]] = {
     MESSAGE_COMPONENT: _tapped,
     MODAL_SUBMIT: _submitted,
 }
+
+
+# --- the /askuser command --------------------------------------------------------------
+
+SUB_COMMAND, STRING = 1, 3
+GUILD_INSTALL, USER_INSTALL = 0, 1
+IN_SERVER, IN_BOT_DM = 0, 1
+
+# Discord shows these descriptions in its command picker, in English; the replies are translated.
+COMMAND = {
+    "name": "askuser",
+    "type": 1,
+    "description": "Answer your agents' questions here",
+    "integration_types": [GUILD_INSTALL, USER_INSTALL],
+    "contexts": [IN_SERVER, IN_BOT_DM],
+    "options": [
+        {
+            "type": SUB_COMMAND,
+            "name": "link",
+            "description": "Link this Discord account to askuser with the code from its Chat apps page",
+            "options": [{"type": STRING, "name": "code", "description": "The one-time code", "required": True}],
+        },
+        {"type": SUB_COMMAND, "name": "unlink", "description": "Stop receiving askuser questions here"},
+    ],
+}
+
+
+def register_command() -> list[str]:
+    """Make ``/askuser`` the application's one global command (PUT replaces the list); the names Discord holds."""
+    route = f"applications/{_setting('DISCORD_APPLICATION_ID')}/commands"
+    try:
+        with httpx.Client(base_url=api_url(), headers=_headers(), timeout=TIMEOUT) as client:
+            response = client.put(route, json=[COMMAND])
+    except httpx.HTTPError as exc:
+        raise Temporary(f"Discord could not be reached: {exc!r}") from exc
+    failure = _failure(response)
+    if failure is not None:
+        raise failure
+    answer = response.json()
+    return [str(c.get("name")) for c in answer if isinstance(c, dict)] if isinstance(answer, list) else []
 
 
 # --- after the response ----------------------------------------------------------------
