@@ -407,3 +407,20 @@ def test_registering_says_why_it_failed(api, settings):
     settings.DISCORD_BOT_TOKEN = ""
     with pytest.raises(CommandError, match="DISCORD_BOT_TOKEN"):
         call_command("discord_commands")
+
+
+# --- follow-ups -------------------------------------------------------------------------
+
+
+def test_a_follow_up_is_an_ephemeral_notice_through_the_interaction_webhook(api):
+    calls = iter([(404, {"code": 10015}), (200, {"id": "8001"})])  # not registered yet, then accepted
+    api.route("POST", f"/api/v10/webhooks/{APP}/itoken", lambda call: next(calls))
+
+    discord.follow_up("itoken", "Answered: **Production**")
+
+    _refused, second = api.of(f"/api/v10/webhooks/{APP}/itoken")
+    assert second.body == {
+        "content": "Answered: \\*\\*Production\\*\\*",
+        "flags": 64,
+        "allowed_mentions": {"parse": []},
+    }
