@@ -7,26 +7,34 @@ public half is the application's ``DISCORD_PUBLIC_KEY``.
 
 from __future__ import annotations
 
+import asyncio
 import io
+import itertools
 import json
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.urls import include, path
+from django.utils import timezone
 from nacl.encoding import HexEncoder
 from nacl.signing import SigningKey
 
-from askuser_app.chat import discord
+from askuser_app import services
+from askuser_app.asyncdb import database_call
+from askuser_app.chat import core, discord
 from askuser_app.chat.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.models import ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
 from askuser_app.textreply import TextQuestion
-from tests.chatfake import fake_api  # noqa: F401  (a fixture)
 
-urlpatterns = [path("chat/discord/", include(discord.adapter.urlpatterns())), path("", include("controlui.urls"))]
-pytestmark = pytest.mark.urls(__name__)
+from .chatfake import (
+    FakeAPI,
+    fake_api,  # noqa: F401  (a fixture)
+)
+from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
+from .test_client import until, until_async
 
 KEY = SigningKey.generate()
 APP, TOKEN, USER, CHANNEL = "1100", "bot-token-1", "4242", "900"
@@ -424,3 +432,385 @@ def test_a_follow_up_is_an_ephemeral_notice_through_the_interaction_webhook(api)
         "flags": 64,
         "allowed_mentions": {"parse": []},
     }
+
+
+# --- end to end: the agent's API, the outbox, signed interactions ------------------------
+
+DEADLINE = 10
+PUBLIC = "https://askuser.example.com"
+e2e = pytest.mark.django_db(transaction=True)
+
+
+class Discord:
+    """The fake API's answers (each message a new id), and what the tests read back."""
+
+    def __init__(self, fake: FakeAPI) -> None:
+        self.fake = fake
+        self.ids = itertools.count(7001)
+        self.interactions = itertools.count(1)
+        fake.route("POST", f"/api/v10/channels/{CHANNEL}/messages", lambda call: (200, {"id": str(next(self.ids))}))
+        fake.route("POST", f"/api/v10/webhooks/{APP}/itoken", lambda call: (200, {"id": "8001"}))
+
+    async def wait_for(self, route: str, count: int = 1, *, method: str = "POST"):
+        return await asyncio.to_thread(self.fake.wait_for, f"/api/v10/{route}", count, timeout=DEADLINE, method=method)
+
+    def calls(self, route: str):
+        return self.fake.of(f"/api/v10/{route}")
+
+    async def sent(self, count: int = 1):
+        return await self.wait_for(f"channels/{CHANNEL}/messages", count)
+
+    async def edited(self, message: str = "7001"):
+        [edit] = await self.wait_for(f"channels/{CHANNEL}/messages/{message}", method="PATCH")
+        return edit
+
+    async def post(self, kind: int, data: dict[str, Any], *, user: str = USER, key: SigningKey = KEY, again: str = ""):
+        interaction = {
+            "id": again or f"13{next(self.interactions):04d}",
+            "application_id": APP,
+            "type": kind,
+            "token": "itoken",
+            "version": 1,
+            "channel_id": CHANNEL,
+            "user": {"id": user, "username": "alice" if user == USER else "mallory", "global_name": None},
+            "data": data,
+        }
+        raw = json.dumps(interaction).encode()
+        headers = {**signed(raw, key=key), "Content-Type": "application/json"}
+        return await asgi_request("POST", ENDPOINT, content=raw, headers=headers)
+
+    async def tap(self, custom_id: str, **who: Any):
+        return await self.post(3, {"custom_id": custom_id, "component_type": 2}, **who)
+
+    async def submit(self, custom_id: str, values: dict[str, str], **who: Any):
+        rows = [{"type": 1, "components": [{"type": 4, "custom_id": k, "value": v}]} for k, v in values.items()]
+        return await self.post(5, {"custom_id": custom_id, "components": rows}, **who)
+
+    async def command(self, sub: str, **options: str):
+        given = [{"name": name, "type": 3, "value": value} for name, value in options.items()]
+        return await self.post(
+            2, {"id": "99", "name": "askuser", "type": 1, "options": [{"name": sub, "type": 1, "options": given}]}
+        )
+
+
+@pytest.fixture
+def chat(api, settings):
+    settings.ASKUSER_PUBLIC_URL = PUBLIC
+    settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+    return Discord(api)
+
+
+@pytest.fixture
+def linked(owner):
+    return core.link_by_hand(owner, "discord", USER, handle="alice")
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def create(token: str, *questions: dict[str, Any]) -> str:
+    response = await asgi_request("POST", "/api/v1/prompts", json=payload(*questions), headers=auth(token))
+    assert response.status_code == 201, response.content
+    return str(response.json()["id"])
+
+
+def wait(token: str, prompt_id: str) -> asyncio.Future:
+    return asyncio.ensure_future(asgi_get(f"/api/v1/prompts/{prompt_id}?wait=30", auth(token)))
+
+
+@database_call
+def prompt_of(prompt_id: str) -> Prompt:
+    return Prompt.objects.get(pk=prompt_id)
+
+
+def ephemeral(text: str) -> dict[str, Any]:
+    return {"type": 4, "data": {"content": text, "flags": 64, "allowed_mentions": {"parse": []}}}
+
+
+def outbox_settles(prompt_id: str) -> None:
+    until(
+        lambda: not ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"]).exists()
+    )
+
+
+DEPLOY = (
+    "**Deploy**\nWhere should this release go first?\n\n• Staging \\(Recommended\\) — Safe, reversible\n• Production"
+)
+
+
+@e2e
+async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons(chat, linked, token):
+    prompt_id = await create(token)
+    hexid, url = prompt_id.replace("-", ""), f"{PUBLIC}/p/{prompt_id}/"
+
+    [sent] = await chat.sent()
+    assert sent.body == {
+        "content": DEPLOY,
+        "allowed_mentions": {"parse": []},
+        "components": [
+            {
+                "type": 1,
+                "components": [
+                    button("Staging (Recommended)", f"o:{hexid}:0", 1),
+                    button("Production", f"o:{hexid}:1", 1),
+                ],
+            },
+            {
+                "type": 1,
+                "components": [button("Other…", f"x:{hexid}", 2), button("Skip", f"s:{hexid}", 2), page_link(url)],
+            },
+        ],
+    }
+    assert chat.calls("users/@me/channels")[0].body == {"recipient_id": USER}
+    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    assert row.ref == {"channel_id": CHANNEL, "message_id": "7001"}
+
+    waiting = wait(token, prompt_id)
+    response = await chat.tap(f"o:{hexid}:1")
+
+    closed = {
+        "content": f"{DEPLOY}\n\n**Answered: Production — by alice on Discord**\n<{url}>",
+        "allowed_mentions": {"parse": []},
+        "components": [],
+    }
+    assert response.status_code == 200
+    assert response.json() == {"type": 7, "data": closed}  # the tapped message, updated at once
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert {k: result[k] for k in ("status", "answers", "surface", "resolved_by")} == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+        "surface": "discord",
+        "resolved_by": "alice",
+    }
+    [notice] = await chat.wait_for(f"webhooks/{APP}/itoken")
+    assert notice.body == {
+        "content": "Answered: Production — by alice on Discord",
+        "flags": 64,
+        "allowed_mentions": {"parse": []},
+    }
+    edit = await chat.edited()
+    assert edit.headers["authorization"] == f"Bot {TOKEN}"  # never the interaction's 15-minute token
+    assert edit.body == closed
+    await asyncio.to_thread(outbox_settles, prompt_id)
+
+
+@e2e
+async def test_other_opens_a_modal_whose_text_is_the_free_text_answer(chat, linked, token):
+    prompt_id = await create(token)
+    hexid = prompt_id.replace("-", "")
+    await chat.sent()
+
+    opened = await chat.tap(f"x:{hexid}")
+
+    assert opened.json()["type"] == 9
+    assert opened.json()["data"]["custom_id"] == f"x:{hexid}"
+    assert [r["components"][0]["custom_id"] for r in opened.json()["data"]["components"]] == ["deploy_target"]
+    assert (await prompt_of(prompt_id)).is_pending
+    waiting = wait(token, prompt_id)
+
+    submitted = await chat.submit(f"x:{hexid}", {"deploy_target": "2"})  # own words, though it looks like a number
+
+    assert submitted.json() == ephemeral("Answered: own answer — by alice on Discord")
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert result["answers"] == {"answers": {"deploy_target": ["2"]}}
+    assert result["details"]["deploy_target"]["free_text"] == "2" and result["surface"] == "discord"
+    edit = await chat.edited()
+    assert "**Answered: own answer — by alice on Discord**" in edit.body["content"]
+    assert edit.body["components"] == []
+
+
+@e2e
+async def test_skip_skips_and_the_agent_hears_no_answer(chat, linked, token):
+    prompt_id = await create(token)
+    await chat.sent()
+    waiting = wait(token, prompt_id)
+
+    response = await chat.tap(f"s:{prompt_id.replace('-', '')}")
+
+    assert response.json()["type"] == 7
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert (result["status"], result["reason"], result["surface"], result["resolved_by"]) == (
+        "no_answer",
+        "skipped",
+        "discord",
+        "alice",
+    )
+    edit = await chat.edited()
+    assert "**Skipped on Discord by alice**" in edit.body["content"]
+
+
+@e2e
+async def test_a_multi_question_prompt_is_answered_in_one_modal(chat, linked, token):
+    prompt_id = await create(token, QUESTION, EXTRAS)
+    hexid, url = prompt_id.replace("-", ""), f"{PUBLIC}/p/{prompt_id}/"
+    [sent] = await chat.sent()
+    assert sent.body["content"].startswith(
+        "**helper asks**\nThe agent asks 2 questions:\n\n1\\. Deploy \\(deploy\\_target\\)"
+    )
+    assert sent.body["components"] == [
+        {
+            "type": 1,
+            "components": [button("Answer…", f"t:{hexid}", 1), button("Skip all", f"s:{hexid}", 2), page_link(url)],
+        }
+    ]
+
+    opened = (await chat.tap(f"t:{hexid}")).json()
+
+    assert opened["type"] == 9
+    assert opened["data"] == discord.answers_modal(uuid.UUID(prompt_id), await questions_of(prompt_id))
+    assert [r["components"][0]["label"] for r in opened["data"]["components"]] == ["Deploy", "Extras"]
+    waiting = wait(token, prompt_id)
+
+    submitted = await chat.submit(f"t:{hexid}", {"deploy_target": "2", "extras": "Docs, Blog post"})
+
+    assert submitted.json() == ephemeral("Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Discord")
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert result["answers"] == {"answers": {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}}
+    assert result["surface"] == "discord"
+    edit = await chat.edited()
+    assert "**Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Discord**" in edit.body["content"]
+
+
+@database_call
+def questions_of(prompt_id: str) -> tuple[TextQuestion, ...]:
+    return core.card(Prompt.objects.get(pk=prompt_id)).questions
+
+
+@e2e
+async def test_an_unreadable_modal_answer_leaves_the_prompt_pending_and_says_what_is_missing(chat, linked, token):
+    prompt_id = await create(token, QUESTION, EXTRAS)
+    await chat.sent()
+
+    submitted = await chat.submit(f"t:{prompt_id.replace('-', '')}", {"deploy_target": " ", "extras": "Docs"})
+
+    answer = submitted.json()
+    assert (answer["type"], answer["data"]["flags"]) == (4, 64)
+    assert answer["data"]["content"].startswith("Your reply did not answer 1. Deploy.")
+    assert (await prompt_of(prompt_id)).is_pending
+    assert chat.calls(f"channels/{CHANNEL}/messages/7001") == []
+
+
+@e2e
+async def test_a_strangers_tap_is_refused_and_changes_nothing(chat, linked, token):
+    prompt_id = await create(token)
+    await chat.sent()
+
+    response = await chat.tap(f"o:{prompt_id.replace('-', '')}:0", user="777")
+
+    assert response.json() == ephemeral("This question is not yours.")
+    assert (await prompt_of(prompt_id)).is_pending
+    assert chat.calls(f"webhooks/{APP}/itoken") == []
+
+
+@e2e
+async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(chat, linked, token, owner):
+    prompt_id = await create(token)
+    await chat.sent()
+    await database_call(services.answer)(
+        await prompt_of(prompt_id), {"deploy_target": "Staging (Recommended)"}, by=owner, surface="web"
+    )
+    edit = await chat.edited()
+    assert "**Answered: Staging \\(Recommended\\) — by alice on the web**" in edit.body["content"]
+
+    response = await chat.tap(f"o:{prompt_id.replace('-', '')}:1")
+
+    assert response.json() == {"type": 7, "data": edit.body}  # the message as it now reads
+    [notice] = await chat.wait_for(f"webhooks/{APP}/itoken")
+    assert notice.body["content"].startswith("This prompt was already answered on the web by alice at ")
+    prompt = await prompt_of(prompt_id)
+    assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+
+
+@e2e
+async def test_a_replayed_interaction_is_handled_once(chat, linked, token):
+    prompt_id = await create(token)
+    await chat.sent()
+    custom_id = f"s:{prompt_id.replace('-', '')}"
+
+    first = await chat.tap(custom_id, again="1399")
+    again = await chat.tap(custom_id, again="1399")
+
+    assert first.json()["type"] == 7
+    assert again.json() == ephemeral("This was already handled.")
+    prompt = await prompt_of(prompt_id)
+    assert await database_call(prompt.events.filter(kind="skipped").count)() == 1
+
+
+@e2e
+async def test_a_tap_signed_by_another_key_is_refused_before_anything_is_read(chat, linked, token):
+    prompt_id = await create(token)
+    await chat.sent()
+
+    response = await chat.tap(f"s:{prompt_id.replace('-', '')}", key=SigningKey.generate())
+
+    assert response.status_code == 401
+    assert (await prompt_of(prompt_id)).is_pending
+    assert not await database_call(SeenEvent.objects.exists)()
+
+
+@e2e
+async def test_the_api_down_for_a_while_loses_nothing(chat, linked, token):
+    chat.fake.down(503)
+    prompt_id = await create(token)
+    await chat.wait_for("users/@me/channels", 3)  # retried, with backoff
+
+    chat.fake.up()
+    [sent] = await chat.sent()
+    waiting = wait(token, prompt_id)
+    await chat.tap(f"o:{prompt_id.replace('-', '')}:0")
+
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+    edit = await chat.edited()
+    assert chat.fake.calls.index(edit) > chat.fake.calls.index(sent)
+    await asyncio.to_thread(outbox_settles, prompt_id)
+    assert len(chat.calls(f"channels/{CHANNEL}/messages")) == 1  # sent once, once it could be
+
+
+@e2e
+async def test_a_person_who_cannot_be_messaged_is_failed_for_good(chat, linked, token):
+    chat.fake.route("POST", f"/api/v10/channels/{CHANNEL}/messages", lambda call: (403, {"code": 50007}))
+    prompt_id = await create(token)
+    await chat.sent()
+    await asyncio.to_thread(outbox_settles, prompt_id)
+
+    row = await database_call(lambda: ChatMessage.objects.get(prompt_id=prompt_id))()
+    assert (row.state, row.attempts) == ("failed", 1)
+    assert "Discord answered 403" in row.last_error
+
+
+# --- linking ----------------------------------------------------------------------------
+
+
+@e2e
+async def test_askuser_link_with_a_code_links_and_unlink_unlinks(chat, owner):
+    code = await database_call(core.new_code)(owner, "discord")
+
+    linked = await chat.command("link", code=code)
+    reused = await chat.command("link", code=code)
+    link = await database_call(ChatLink.objects.select_related("user").get)()
+    unlinked = await chat.command("unlink")
+
+    assert linked.json() == ephemeral("Linked to askuser as alice: questions for you will arrive here.")
+    assert (link.user, link.channel, link.external_id, link.chat_id, link.handle) == (
+        owner,
+        "discord",
+        USER,
+        USER,
+        "alice",
+    )
+    assert reused.json()["data"]["content"].startswith("This code is not valid or has expired.")
+    assert unlinked.json() == ephemeral("Unlinked: askuser will send no more questions here.")
+    assert not await database_call(ChatLink.objects.exists)()
+
+
+@e2e
+async def test_an_expired_code_links_nothing(chat, owner):
+    code = await database_call(core.new_code)(owner, "discord")
+    await database_call(LinkCode.objects.filter(code=code).update)(expires_at=timezone.now() - timedelta(seconds=1))
+
+    response = await chat.command("link", code=code)
+
+    assert response.json()["data"]["content"].startswith("This code is not valid or has expired.")
+    assert not await database_call(ChatLink.objects.exists)()
