@@ -424,9 +424,10 @@ def test_a_follow_up_is_an_ephemeral_notice_through_the_interaction_webhook(api)
     calls = iter([(404, {"code": 10015}), (200, {"id": "8001"})])  # not registered yet, then accepted
     api.route("POST", f"/api/v10/webhooks/{APP}/itoken", lambda call: next(calls))
 
-    discord.follow_up("itoken", "Answered: **Production**")
+    discord.follow_up("itoken", "Answered: **Production**")()
 
     _refused, second = api.of(f"/api/v10/webhooks/{APP}/itoken")
+    assert "authorization" not in second.headers  # the interaction's token is the credential
     assert second.body == {
         "content": "Answered: \\*\\*Production\\*\\*",
         "flags": 64,

@@ -187,10 +187,13 @@ class Unknown(Permanent):
     """Discord answered 404: no such channel or message (any more)."""
 
 
+USER_AGENT = "DiscordBot (https://github.com/askuser/askuser, 1)"  # the form Discord asks of bots
+
+
 def _headers() -> dict[str, str]:
     return {
         "Authorization": f"Bot {_setting('DISCORD_BOT_TOKEN')}",
-        "User-Agent": "DiscordBot (https://github.com/askuser/askuser, 1)",
+        "User-Agent": USER_AGENT,
     }
 
 
@@ -404,7 +407,7 @@ def _in_band(interaction: Mapping[str, Any], reply: Reply) -> HttpResponse:
     update = _respond(UPDATE_MESSAGE, closed_message(reply.closed)) if reply.closed else _respond(DEFERRED_UPDATE)
     token = interaction.get("token")
     if isinstance(token, str) and token and reply.text:
-        return Then(update, lambda: follow_up(token, reply.text))
+        return Then(update, follow_up(token, reply.text))
     return update
 
 
@@ -520,14 +523,20 @@ class Then(HttpResponse):
 FOLLOW_UP_ATTEMPTS = 3
 
 
-def follow_up(token: str, text: str) -> None:
-    """An ephemeral notice after the in-band answer, through the interaction's webhook."""
-    route = f"webhooks/{_setting('DISCORD_APPLICATION_ID')}/{token}"
+def follow_up(token: str, text: str) -> Callable[[], None]:
+    """Posting an ephemeral notice after the in-band answer, through the interaction's webhook.
+
+    Where it goes is read now, in the request, not later on the thread."""
+    url = f"{api_url().rstrip('/')}/webhooks/{_setting('DISCORD_APPLICATION_ID')}/{token}"
     body = {"content": escape(text), "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS}
+    return lambda: _post_follow_up(url, body)
+
+
+def _post_follow_up(url: str, body: Mapping[str, Any]) -> None:
     for attempt in range(1, FOLLOW_UP_ATTEMPTS + 1):
         try:
-            with httpx.Client(base_url=api_url(), headers=_headers(), timeout=TIMEOUT) as client:
-                failure = _failure(client.post(route, json=body))
+            with httpx.Client(timeout=TIMEOUT, headers={"User-Agent": USER_AGENT}) as client:
+                failure = _failure(client.post(url, json=body))
         except httpx.HTTPError as exc:
             failure = Temporary(repr(exc))
         if failure is None:
