@@ -34,7 +34,7 @@ from .chatfake import (
     fake_api,  # noqa: F401  (a fixture)
 )
 from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
-from .test_client import until, until_async
+from .test_client import until_async
 
 KEY = SigningKey.generate()
 APP, TOKEN, USER, CHANNEL = "1100", "bot-token-1", "4242", "900"
@@ -529,10 +529,10 @@ def ephemeral(text: str) -> dict[str, Any]:
     return {"type": 4, "data": {"content": text, "flags": 64, "allowed_mentions": {"parse": []}}}
 
 
-def outbox_settles(prompt_id: str) -> None:
-    until(
-        lambda: not ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"]).exists()
-    )
+async def outbox_settles(prompt_id: str) -> None:
+    """Until the prompt's messages are all closed, failed or dropped."""
+    live = ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"])
+    await until_async(lambda: None if live.exists() else True)
 
 
 DEPLOY = (
@@ -593,7 +593,7 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
     edit = await chat.edited()
     assert edit.headers["authorization"] == f"Bot {TOKEN}"  # never the interaction's 15-minute token
     assert edit.body == closed
-    await asyncio.to_thread(outbox_settles, prompt_id)
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -765,7 +765,7 @@ async def test_the_api_down_for_a_while_loses_nothing(chat, linked, token):
     assert result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
     edit = await chat.edited()
     assert chat.fake.calls.index(edit) > chat.fake.calls.index(sent)
-    await asyncio.to_thread(outbox_settles, prompt_id)
+    await outbox_settles(prompt_id)
     assert len(chat.calls(f"channels/{CHANNEL}/messages")) == 1  # sent once, once it could be
 
 
@@ -774,7 +774,7 @@ async def test_a_person_who_cannot_be_messaged_is_failed_for_good(chat, linked, 
     chat.fake.route("POST", f"/api/v10/channels/{CHANNEL}/messages", lambda call: (403, {"code": 50007}))
     prompt_id = await create(token)
     await chat.sent()
-    await asyncio.to_thread(outbox_settles, prompt_id)
+    await outbox_settles(prompt_id)
 
     row = await database_call(lambda: ChatMessage.objects.get(prompt_id=prompt_id))()
     assert (row.state, row.attempts) == ("failed", 1)
