@@ -815,3 +815,24 @@ async def test_an_expired_code_links_nothing(chat, owner):
 
     assert response.json()["data"]["content"].startswith("This code is not valid or has expired.")
     assert not await database_call(ChatLink.objects.exists)()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("interaction", "why"),
+    [
+        ({"id": "5", "type": 3, "user": {"id": USER}}, "no data"),
+        ({"id": "5", "type": 3, "user": {"id": USER}, "data": {}}, "no custom_id"),
+        ({"id": "5", "type": 5, "user": {"id": USER}, "data": {"custom_id": f"x:{HEX}"}}, "no components"),
+        ({"id": "5", "type": 5, "user": {"id": USER}, "data": {"custom_id": "s:0", "components": []}}, "not one"),
+        ({"id": "5", "type": 2, "data": {"name": "askuser"}}, "no user"),
+        ({"id": "5", "type": 2, "user": {"id": "@me"}, "data": {"name": "askuser"}}, "not a Discord id"),
+        ({"type": 3, "user": {"id": USER}, "data": {"custom_id": f"s:{HEX}"}}, "no id"),
+    ],
+)
+def test_a_malformed_tap_modal_or_command_is_refused_and_not_remembered(api, client, interaction, why):
+    response = post(client, interaction)
+
+    assert response.status_code == 400
+    assert why in response.json()["detail"]
+    assert not SeenEvent.objects.exists()

@@ -337,12 +337,12 @@ def interactions(request: HttpRequest) -> HttpResponse:
         handle = HANDLERS.get(interaction["type"])
         if handle is None:
             raise BadInteraction(f"Interactions of type {interaction['type']} are not handled here.")
-        sender, event = _sender(interaction), _text(interaction, "id")
-        if core.seen("discord", event):
-            return _ephemeral(gettext("This was already handled."))
-        return handle(interaction, sender)
+        sender, event, act = _sender(interaction), _text(interaction, "id"), handle(interaction)
     except BadInteraction as exc:
         return _refuse(400, "bad_interaction", str(exc))
+    if core.seen("discord", event):
+        return _ephemeral(gettext("This was already handled."))
+    return act(sender)
 
 
 def _parse(raw: bytes) -> dict[str, Any]:
@@ -387,9 +387,18 @@ def _ephemeral(text: str) -> JsonResponse:
     return _respond(CHANNEL_MESSAGE, {"content": escape(text), "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS})
 
 
-def _tapped(interaction: dict[str, Any], sender: Sender) -> HttpResponse:
-    data = _object(interaction.get("data"), "data")
-    custom_id = _text(data, "custom_id")
+# Each handler reads the interaction (a BadInteraction for anything malformed)
+# and returns what to do for its sender, run only once the id is new.
+Act = Callable[[Sender], HttpResponse]
+
+
+def _tapped(interaction: Mapping[str, Any]) -> Act:
+    custom_id = _text(_object(interaction.get("data"), "data"), "custom_id")
+    token = interaction.get("token")
+    return lambda sender: _tap(sender, custom_id, token if isinstance(token, str) else "")
+
+
+def _tap(sender: Sender, custom_id: str, token: str) -> HttpResponse:
     reply = core.tap(sender, custom_id)
     action = decode(custom_id)
     prompt_id = reply.prompt_id or (action.prompt_id if action else None)
@@ -397,62 +406,59 @@ def _tapped(interaction: dict[str, Any], sender: Sender) -> HttpResponse:
         return _respond(MODAL, own_words_modal(prompt_id, reply.ask_own_words))
     if reply.ask_answers and prompt_id is not None:
         return _respond(MODAL, answers_modal(prompt_id, reply.ask_answers))
-    return _in_band(interaction, reply)
+    return _in_band(reply, token)
 
 
-def _in_band(interaction: Mapping[str, Any], reply: Reply) -> HttpResponse:
+def _in_band(reply: Reply, token: str) -> HttpResponse:
     """The tapped message updated at once when the prompt closed, the notice after it."""
     if reply.closed is None and not reply.recorded:
         return _ephemeral(reply.text)
     update = _respond(UPDATE_MESSAGE, closed_message(reply.closed)) if reply.closed else _respond(DEFERRED_UPDATE)
-    token = interaction.get("token")
-    if isinstance(token, str) and token and reply.text:
-        return Then(update, follow_up(token, reply.text))
-    return update
+    return Then(update, follow_up(token, reply.text)) if token and reply.text else update
 
 
-def _submitted(interaction: dict[str, Any], sender: Sender) -> HttpResponse:
+def _submitted(interaction: Mapping[str, Any]) -> Act:
     data = _object(interaction.get("data"), "data")
     action = decode(_text(data, "custom_id"))
     values = dict(_inputs(data.get("components")))
     if action is None or action.verb not in ("other", "answer"):
         raise BadInteraction("The modal is not one this server opened.")
     if action.verb == "other":
-        reply = core.own_words(sender, action.prompt_id, next(iter(values.values()), ""))
-    else:
-        reply = core.answers(sender, action.prompt_id, values)
-    return _ephemeral(reply.text)
+        return lambda sender: _ephemeral(core.own_words(sender, action.prompt_id, next(iter(values.values()), "")).text)
+    return lambda sender: _ephemeral(core.answers(sender, action.prompt_id, values).text)
 
 
 def _inputs(rows: Any) -> Iterable[tuple[str, str]]:
     """Each text input's (custom_id, value), in action rows or in labels."""
     if not isinstance(rows, list):
         raise BadInteraction("The modal submission has no components.")
+    found = []
     for row in rows:
         row = _object(row, "component")
         inner = row.get("components") if row.get("type") == ACTION_ROW else [row.get("component")]
         for field in inner if isinstance(inner, list) else []:
             if isinstance(field, dict) and field.get("type") == TEXT_INPUT:
                 value = field.get("value")
-                yield _text(field, "custom_id"), value if isinstance(value, str) else ""
+                found.append((_text(field, "custom_id"), value if isinstance(value, str) else ""))
+    return found
 
 
-def _command(interaction: dict[str, Any], sender: Sender) -> HttpResponse:
+def _command(interaction: Mapping[str, Any]) -> Act:
     data = _object(interaction.get("data"), "data")
     options = data.get("options")
     sub = options[0] if isinstance(options, list) and options and isinstance(options[0], dict) else {}
     if data.get("name") != "askuser" or sub.get("name") not in ("link", "unlink"):
-        return _ephemeral(gettext("Use /askuser link <code> or /askuser unlink."))
+        return lambda sender: _ephemeral(gettext("Use /askuser link <code> or /askuser unlink."))
     if sub["name"] == "unlink":
-        return _ephemeral(core.unlink(sender).text)
+        return lambda sender: _ephemeral(core.unlink(sender).text)
     given = {o.get("name"): o.get("value") for o in sub.get("options") or [] if isinstance(o, dict)}
     code = given.get("code")
     if not isinstance(code, str) or not code.strip():
-        return _ephemeral(gettext("Use /askuser link <code>, with the code from the Chat apps page."))
-    return _ephemeral(core.link(sender, code.strip()).text)
+        return lambda sender: _ephemeral(gettext("Use /askuser link <code>, with the code from the Chat apps page."))
+    return lambda sender: _ephemeral(core.link(sender, code.strip()).text)
 
 
-HANDLERS: dict[int, Callable[[dict[str, Any], Sender], HttpResponse]] = {
+HANDLERS: dict[int, Callable[[Mapping[str, Any]], Act]] = {
     APPLICATION_COMMAND: _command,
     MESSAGE_COMPONENT: _tapped,
     MODAL_SUBMIT: _submitted,
