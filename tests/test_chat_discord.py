@@ -185,6 +185,16 @@ async def test_a_long_prompt_is_cut_to_one_message(api):
     assert sent.body["content"].endswith("…")
 
 
+async def test_a_long_resolved_prompt_keeps_its_outcome_and_link(api):
+    closed = Closed(PROMPT, "Deploy", "word " * 1000, "Skipped on the web by alice", "http://127.0.0.1:8765/p/1/")
+
+    await discord.adapter.edit({"channel_id": CHANNEL, "message_id": "7001"}, closed)
+
+    (edit,) = api.of(f"/api/v10/channels/{CHANNEL}/messages/7001")
+    assert len(edit.body["content"]) == 2000
+    assert edit.body["content"].endswith("…\n\n**Skipped on the web by alice**\n<http://127.0.0.1:8765/p/1/>")
+
+
 async def test_the_dm_channel_is_opened_once_per_person(api):
     await discord.adapter.send(USER, deploy_card())
     await discord.adapter.send(USER, deploy_card())
@@ -836,3 +846,13 @@ def test_a_malformed_tap_modal_or_command_is_refused_and_not_remembered(api, cli
     assert response.status_code == 400
     assert why in response.json()["detail"]
     assert not SeenEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_chat_apps_page_gives_a_code_and_the_discord_step(api, client, owner):
+    client.force_login(owner)
+
+    page = client.post("/settings/chat/", {"channel": "discord", "action": "code"})
+
+    code = LinkCode.objects.get(user=owner, channel="discord").code
+    assert f"In a direct message to the askuser bot, type /askuser link {code}." in page.content.decode()

@@ -95,19 +95,18 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _content(*parts: str, body: str) -> str:
-    """The header parts, then ``body`` cut so the whole fits one message."""
-    head = "".join(parts)
-    room = MAX_CONTENT - len(head)
+def _content(head: str, body: str, tail: str = "") -> str:
+    """``head``, ``body`` and ``tail``, the body cut so the whole fits one message."""
+    room = MAX_CONTENT - len(head) - len(tail)
     if len(body) > room:
-        body = body[: room - 1].rstrip("\\") + "…"
-    return head + body
+        body = body[: room - 1].rstrip("\\") + "…"  # never leave half of an escape
+    return head + body + tail
 
 
 def message(card: Card) -> dict[str, Any]:
     """A pending prompt as a message: its text, then its buttons and a link to its page."""
     return {
-        "content": _content(f"**{escape(card.header)}**\n", body=escape(card.text)),
+        "content": _content(f"**{escape(card.header)}**\n", escape(card.text)),
         "allowed_mentions": NO_MENTIONS,
         "components": components(card),
     }
@@ -116,10 +115,8 @@ def message(card: Card) -> dict[str, Any]:
 def closed_message(closed: Closed) -> dict[str, Any]:
     """A resolved prompt's message: what was asked, the outcome, the page; no buttons."""
     tail = f"\n\n**{escape(closed.outcome)}**\n<{closed.url}>"
-    content = _content(f"**{escape(closed.header)}**\n", body=escape(closed.text))
-    if len(content) + len(tail) > MAX_CONTENT:
-        content = _content(f"**{escape(closed.header)}**\n", body=escape(closed.text)[: -len(tail)])
-    return {"content": content + tail, "allowed_mentions": NO_MENTIONS, "components": []}
+    content = _content(f"**{escape(closed.header)}**\n", escape(closed.text), tail)
+    return {"content": content, "allowed_mentions": NO_MENTIONS, "components": []}
 
 
 def components(card: Card) -> list[dict[str, Any]]:
