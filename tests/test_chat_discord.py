@@ -493,8 +493,10 @@ class Discord:
     async def tap(self, custom_id: str, **who: Any):
         return await self.post(3, {"custom_id": custom_id, "component_type": 2}, **who)
 
-    async def submit(self, custom_id: str, values: dict[str, str], **who: Any):
-        rows = [{"type": 1, "components": [{"type": 4, "custom_id": k, "value": v}]} for k, v in values.items()]
+    async def submit(self, custom_id: str, values: dict[str, str], *, labels: bool = False, **who: Any):
+        """A modal's submission, its inputs in action rows or (Discord's newer layout) in labels."""
+        inputs = [{"type": 4, "custom_id": k, "value": v} for k, v in values.items()]
+        rows = [{"type": 18, "component": i} if labels else {"type": 1, "components": [i]} for i in inputs]
         return await self.post(5, {"custom_id": custom_id, "components": rows}, **who)
 
     async def command(self, sub: str, **options: str):
@@ -620,7 +622,7 @@ async def test_other_opens_a_modal_whose_text_is_the_free_text_answer(chat, link
     assert (await prompt_of(prompt_id)).is_pending
     waiting = wait(token, prompt_id)
 
-    submitted = await chat.submit(f"x:{hexid}", {"deploy_target": "2"})  # own words, though it looks like a number
+    submitted = await chat.submit(f"x:{hexid}", {"deploy_target": "2"}, labels=True)  # own words, though a number
 
     assert submitted.json() == ephemeral("Answered: own answer — by alice on Discord")
     result = (await asyncio.wait_for(waiting, DEADLINE)).json()

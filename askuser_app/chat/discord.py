@@ -184,14 +184,12 @@ class Unknown(Permanent):
     """Discord answered 404: no such channel or message (any more)."""
 
 
-USER_AGENT = "DiscordBot (https://github.com/askuser/askuser, 1)"  # the form Discord asks of bots
+def _user_agent() -> str:
+    return f"DiscordBot ({settings.ASKUSER_PUBLIC_URL}, 1)"  # the form Discord asks of bots: URL, version
 
 
 def _headers() -> dict[str, str]:
-    return {
-        "Authorization": f"Bot {_setting('DISCORD_BOT_TOKEN')}",
-        "User-Agent": USER_AGENT,
-    }
+    return {"Authorization": f"Bot {_setting('DISCORD_BOT_TOKEN')}", "User-Agent": _user_agent()}
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -326,7 +324,7 @@ def interactions(request: HttpRequest) -> HttpResponse:
     if len(request.body) > MAX_BODY:
         return _refuse(413, "body_too_large", f"An interaction is at most {MAX_BODY // 1024} KiB.")
     if not verified(request.headers, request.body):
-        return _refuse(401, "bad_signature", "The Ed25519 signature does not match this application's public key.")
+        return _refuse(401, "bad_signature", "The Ed25519 signature is missing, stale or not this application's.")
     try:
         interaction = _parse(request.body)
         if interaction["type"] == PING:
@@ -432,7 +430,8 @@ def _inputs(rows: Any) -> Iterable[tuple[str, str]]:
     found = []
     for row in rows:
         row = _object(row, "component")
-        inner = row.get("components") if row.get("type") == ACTION_ROW else [row.get("component")]
+        kind = row.get("type")
+        inner = row.get("components") if kind == ACTION_ROW else [row.get("component")] if kind == LABEL else []
         for field in inner if isinstance(inner, list) else []:
             if isinstance(field, dict) and field.get("type") == TEXT_INPUT:
                 value = field.get("value")
@@ -532,13 +531,14 @@ def follow_up(token: str, text: str) -> Callable[[], None]:
     Where it goes is read now, in the request, not later on the thread."""
     url = f"{api_url().rstrip('/')}/webhooks/{_setting('DISCORD_APPLICATION_ID')}/{token}"
     body = {"content": escape(text), "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS}
-    return lambda: _post_follow_up(url, body)
+    headers = {"User-Agent": _user_agent()}
+    return lambda: _post_follow_up(url, body, headers)
 
 
-def _post_follow_up(url: str, body: Mapping[str, Any]) -> None:
+def _post_follow_up(url: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> None:
     for attempt in range(1, FOLLOW_UP_ATTEMPTS + 1):
         try:
-            with httpx.Client(timeout=TIMEOUT, headers={"User-Agent": USER_AGENT}) as client:
+            with httpx.Client(timeout=TIMEOUT, headers=headers) as client:
                 failure = _failure(client.post(url, json=body))
         except httpx.HTTPError as exc:
             failure = Temporary(repr(exc))
