@@ -39,7 +39,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from ..contract import MAX_FREE_TEXT
-from ..textreply import TextQuestion
+from ..textreply import TextQuestion, reply_guidance
 from . import core
 from .base import Action, Button, Card, Closed, Permanent, Ref, Reply, Sender, Temporary, decode, encode
 
@@ -106,10 +106,19 @@ def _content(head: str, body: str, tail: str = "") -> str:
 def message(card: Card) -> dict[str, Any]:
     """A pending prompt as a message: its text, then its buttons and a link to its page."""
     return {
-        "content": _content(f"**{escape(card.header)}**\n", escape(card.text)),
+        "content": _content(f"**{escape(card.header)}**\n", escape(_guided(card))),
         "allowed_mentions": NO_MENTIONS,
         "components": components(card),
     }
+
+
+def _guided(card: Card) -> str:
+    """A reply prompt's text, saying how to answer here: no message is read, the Answer… modal is."""
+    if card.by_buttons or card.answer_button is None:
+        return card.text
+    asked = card.text.removesuffix("\n\n" + reply_guidance(card.questions))
+    how = gettext("Tap %(button)s and type each answer: a number, a label or your own words.")
+    return f"{asked}\n\n{how % {'button': card.answer_button.label}}"
 
 
 def closed_message(closed: Closed) -> dict[str, Any]:
