@@ -631,6 +631,7 @@ async def test_other_opens_a_modal_whose_text_is_the_free_text_answer(chat, link
     edit = await chat.edited()
     assert "**Answered: own answer — by alice on Discord**" in edit.body["content"]
     assert edit.body["components"] == []
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -651,6 +652,7 @@ async def test_skip_skips_and_the_agent_hears_no_answer(chat, linked, token):
     )
     edit = await chat.edited()
     assert "**Skipped on Discord by alice**" in edit.body["content"]
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -683,6 +685,7 @@ async def test_a_multi_question_prompt_is_answered_in_one_modal(chat, linked, to
     assert result["surface"] == "discord"
     edit = await chat.edited()
     assert "**Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Discord**" in edit.body["content"]
+    await outbox_settles(prompt_id)
 
 
 @database_call
@@ -733,6 +736,7 @@ async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(chat, linked, 
     assert notice.body["content"].startswith("This prompt was already answered on the web by alice at ")
     prompt = await prompt_of(prompt_id)
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -748,6 +752,7 @@ async def test_a_replayed_interaction_is_handled_once(chat, linked, token):
     assert again.json() == ephemeral("This was already handled.")
     prompt = await prompt_of(prompt_id)
     assert await database_call(prompt.events.filter(kind="skipped").count)() == 1
+    await outbox_settles(prompt_id)
 
 
 @e2e
