@@ -15,7 +15,7 @@ from typing import Any
 
 import dj_database_url
 
-from askuser_app.datadir import private_folder, write_private
+from askuser_app.datadir import default_server_url, private_folder, write_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -272,8 +272,9 @@ DISCORD_APPLICATION_ID = env_str("DISCORD_APPLICATION_ID")
 DISCORD_PUBLIC_KEY = env_str("DISCORD_PUBLIC_KEY")
 DISCORD_BOT_TOKEN = env_str("DISCORD_BOT_TOKEN")
 DISCORD_API_URL = env_str("DISCORD_API_URL", "https://discord.com/api/v10").rstrip("/")
-# The absolute address of this server, for the links in chat messages.
-ASKUSER_PUBLIC_URL = env_str("ASKUSER_PUBLIC_URL", "http://127.0.0.1:8765").rstrip("/")
+# The absolute address of this server, for the links in chat messages; by default
+# the address `make run` (setupdemo --url) remembered, else http://127.0.0.1:8000.
+ASKUSER_PUBLIC_URL = (env_str("ASKUSER_PUBLIC_URL") or default_server_url(DATA_DIR)).rstrip("/")
 # Chat sends and edits: tries per step, the first retry's delay in seconds (doubling after).
 ASKUSER_CHAT_ATTEMPTS = env_int("ASKUSER_CHAT_ATTEMPTS", 8)
 ASKUSER_CHAT_RETRY_BASE = float(env_str("ASKUSER_CHAT_RETRY_BASE") or 2)
