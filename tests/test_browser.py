@@ -23,6 +23,7 @@ from django.utils import timezone
 from askuser_app import contract, services
 from askuser_app.models import Prompt
 
+from .chatfake import fake_api  # noqa: F401  (a fixture)
 from .conftest import EXTRAS, PASSWORD, QUESTION, payload
 from .servers import DaphneServer
 
@@ -463,7 +464,7 @@ def test_no_page_breaks_the_content_security_policy(chromium, server, staff):
     page = person.context.new_page()
     page.on("console", lambda message: violations.append(message.text) if "Security Policy" in message.text else None)
 
-    for path in ("/", "/s/staff-chat/", "/admin/", "/api/v1/docs", "/login/"):
+    for path in ("/", "/s/staff-chat/", "/settings/chat/", "/admin/", "/api/v1/docs", "/login/"):
         page.goto(path)
         page.wait_for_load_state("networkidle")
 
@@ -530,3 +531,65 @@ def test_after_a_server_restart_the_page_reconnects_and_shows_what_was_asked_mea
     assert page.evaluate("document.querySelector('[data-kept]') !== null")  # the timeline was not redrawn
     assert person.errors == []
     person.context.close()
+
+
+# --- a chat app, linked from the Control UI -------------------------------------------------
+
+
+def test_a_person_links_telegram_on_the_chat_apps_page_and_a_tap_there_closes_the_open_panel(
+    chromium,
+    server_env,
+    owner,
+    token,
+    fake_api,  # noqa: F811
+):
+    from askuser_app.chat.telegram import SECRET_HEADER
+
+    from .test_chat_telegram import SECRET, TOKEN, Telegram, tap_update, text_update
+
+    telegram = Telegram(fake_api)
+    env = {
+        **server_env,
+        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "TELEGRAM_WEBHOOK_SECRET": SECRET,
+        "TELEGRAM_API_URL": fake_api.url,
+        "ASKUSER_CHAT_RETRY_BASE": "0.05",
+    }
+    chat_server = DaphneServer(env).start()
+    try:
+
+        def webhook(update: dict) -> None:
+            response = httpx.post(
+                f"{chat_server.url}/chat/telegram/webhook", json=update, headers={SECRET_HEADER: SECRET}
+            )
+            assert response.status_code == 200, response.text
+
+        person = Human(chromium, chat_server, owner, viewport={"width": 1280, "height": 800})
+        page = person.context.new_page()
+        page.goto("/settings/chat/")
+        telegram_card = page.locator("#chat-telegram")
+        assert "Not linked." in telegram_card.inner_text()
+        telegram_card.get_by_role("button", name="Get a link code").click()
+        code = page.locator("#chat-telegram .link-code code").inner_text()
+        assert f"t.me/askuser_test_bot?start={code}" in page.locator("#chat-telegram .link-code").inner_text()
+
+        webhook(text_update(1, f"/start {code}", user_id=4242, chat=4242))
+        page.reload()
+        assert "Linked as" in page.locator("#chat-telegram").inner_text()
+
+        prompt_id = Agent(chat_server, token).ask(QUESTION)
+        session = person.open("support-42")
+        panel_open(session)
+        sent = telegram.fake.wait_for(Telegram.path("sendMessage"), 1 + 1)  # the link's welcome, then the prompt
+        message = sent[-1]
+        buttons = [b for row in message.field("reply_markup")["inline_keyboard"] for b in row]
+        production = next(b for b in buttons if b["text"] == "Production")
+
+        webhook(tap_update(2, 777, production["callback_data"], user_id=4242, chat=4242))
+        panel_closed(session)
+        assert "on Telegram" in session.locator("#timeline-items").inner_text()
+        assert Prompt.objects.get(pk=prompt_id).result["answers"]["answers"] == {"deploy_target": ["Production"]}
+        person.context.close()
+        assert person.errors == []
+    finally:
+        chat_server.stop()
