@@ -702,7 +702,9 @@ async def test_an_unreadable_modal_answer_leaves_the_prompt_pending_and_says_wha
 
     answer = submitted.json()
     assert (answer["type"], answer["data"]["flags"]) == (4, 64)
-    assert answer["data"]["content"].startswith("Your reply did not answer 1. Deploy.")
+    assert answer["data"]["content"] == (
+        "Nothing was recorded: 1. Deploy left empty. Tap Answer… to fill in every question, or Skip all."
+    )
     assert (await prompt_of(prompt_id)).is_pending
     assert chat.calls(f"channels/{CHANNEL}/messages/7001") == []
 

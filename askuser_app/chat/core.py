@@ -268,6 +268,14 @@ def answers(sender: Sender, prompt_id: uuid.UUID, texts: Mapping[str, str]) -> R
             reading.answers[question.key] = values
         else:
             reading.missing.append(question.key)
+    if not reading.complete:
+        # A form has a field per question, so the reply guidance for a typed message does not fit here.
+        waiting = _still_pending(prompt)
+        names = ", ".join(f"{i}. {q.header}" for i, q in enumerate(questions, 1) if q.key in reading.missing)
+        unread = _(
+            "Nothing was recorded: %(questions)s left empty. Tap Answer… to fill in every question, or Skip all."
+        )
+        return waiting or Reply(unread % {"questions": names}, prompt_id=prompt.pk)
     return _read(prompt, user, sender.channel, questions, reading, "\n".join(texts.values()))
 
 
