@@ -41,7 +41,20 @@ from django.utils.text import smart_split, unescape_string_literal
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from . import history, services
-from .models import Agent, Answer, Option, Prompt, Question, Run, Session, WebhookAttempt, WebhookDelivery
+from .models import (
+    Agent,
+    Answer,
+    ChatAttempt,
+    ChatLink,
+    ChatMessage,
+    Option,
+    Prompt,
+    Question,
+    Run,
+    Session,
+    WebhookAttempt,
+    WebhookDelivery,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -705,3 +718,59 @@ class WebhookDeliveryAdmin(HistoryAdmin):
         "body",
     ]
     inlines = [WebhookAttemptInline]
+
+
+# --- chat apps: linked identities, and every chat message with its tries ---------------------
+
+
+@admin.register(ChatLink)
+class ChatLinkAdmin(ModelAdmin):
+    """Links are made by their people (a code) or by ``manage.py linkchat``; staff who
+    may delete one unlink it here, nobody edits one."""
+
+    list_display = ["user", "channel", "handle", "external_id", "chat_id", "created_at"]
+    list_filter = ["channel"]
+    search_fields = ["user__username", "handle", "external_id"]
+    list_select_related = ["user"]
+    readonly_fields = ["user", "channel", "external_id", "chat_id", "handle", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ChatAttemptInline(TabularInline):
+    model = ChatAttempt
+    extra = 0
+    can_delete = False
+    fields = ("action", "started_at", "duration_ms", "ok", "error")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ChatMessage)
+class ChatMessageAdmin(HistoryAdmin):
+    list_display = ["prompt", "channel", "link", "state", "attempts", "created_at", "next_attempt_at", "last_error"]
+    list_filter = ["channel", "state", "created_at"]
+    search_fields = ["prompt__id", "prompt__session__key", "link__user__username", "link__handle"]
+    list_select_related = ["prompt__session", "link"]
+    readonly_fields = [
+        "prompt",
+        "channel",
+        "link",
+        "chat_id",
+        "state",
+        "ref",
+        "attempts",
+        "created_at",
+        "next_attempt_at",
+        "last_error",
+    ]
+    inlines = [ChatAttemptInline]

@@ -28,6 +28,7 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
 from . import agentauth, contract, expiry, services, webhooks
+from .chat import outbox as chat_outbox
 from .realtime import hub
 
 Scope = dict[str, Any]
@@ -131,6 +132,7 @@ class FrontDoor:
         # Daphne does not speak lifespan: the first request starts the loops.
         expiry.ensure_running()
         webhooks.ensure_running()
+        chat_outbox.ensure_running()
         if not host_allowed(scope):
             return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."))
         bounded = await bounded_body(scope, receive, send)
@@ -245,6 +247,7 @@ async def lifespan(scope: Scope, receive: Receive, send: Send) -> None:
         if message["type"] == "lifespan.startup":
             expiry.ensure_running()
             webhooks.ensure_running()
+            chat_outbox.ensure_running()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})

@@ -354,3 +354,124 @@ class WebhookAttempt(models.Model):
     @property
     def succeeded(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
+
+
+# --- chat apps (Telegram, Slack, Discord) ------------------------------------------
+
+
+class ChatLink(models.Model):
+    """A chat identity (a Telegram, Slack or Discord user) that answers for a user."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_links")
+    channel = models.CharField(max_length=16, help_text="telegram, slack or discord")
+    external_id = models.CharField(max_length=64, help_text="The platform's user id.")
+    # Where a direct message to them goes: a Telegram chat id, a Slack DM channel.
+    chat_id = models.CharField(max_length=64, blank=True)
+    handle = models.CharField(max_length=200, blank=True, help_text="Their name on the platform, when known.")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["user", "channel"]
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "external_id"], name="chat_link_unique_identity"),
+            # One identity per user and channel: linking another replaces it.
+            models.UniqueConstraint(fields=["user", "channel"], name="chat_link_one_per_channel"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel}:{self.handle or self.external_id}"
+
+
+class LinkCode(models.Model):
+    """A one-time code a logged-in user gives a chat app to link their identity there."""
+
+    code = models.CharField(max_length=8, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_link_codes")
+    channel = models.CharField(max_length=16)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.channel} code for {self.user_id}"
+
+
+class ChatMessage(models.Model):
+    """A prompt's message to one linked chat identity: the outbox row, sent and later edited.
+
+    to_send → sent → to_edit → closed; a prompt resolved before its send is
+    dropped (or, when the send was already under way, edited once it lands).
+    The edit is only ever tried from a row whose send succeeded."""
+
+    class State(models.TextChoices):
+        TO_SEND = "to_send"
+        SENT = "sent"
+        TO_EDIT = "to_edit"
+        CLOSED = "closed"
+        FAILED = "failed"
+        DROPPED = "dropped"
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="chat_messages")
+    channel = models.CharField(max_length=16)
+    # Null once the identity is unlinked; a message already sent is still edited.
+    link = models.ForeignKey(ChatLink, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
+    chat_id = models.CharField(max_length=64, blank=True, help_text="Where the message is sent.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.TO_SEND)
+    ref = models.JSONField(default=dict, blank=True, help_text="Where the sent message lives on the platform.")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Tries of the current step (send or edit).")
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # The outbox loop's query: the next due send or edit.
+            models.Index(
+                fields=["next_attempt_at"], condition=Q(state__in=["to_send", "to_edit"]), name="chat_message_due_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel} · {self.state}"
+
+    @property
+    def delivered(self) -> bool:
+        return bool(self.ref)
+
+
+class ChatAttempt(models.Model):
+    """One send or edit of a chat message: when, how long, and what went wrong."""
+
+    class Action(models.TextChoices):
+        SEND = "send"
+        EDIT = "edit"
+
+    message = models.ForeignKey(ChatMessage, on_delete=models.CASCADE, related_name="tries")
+    action = models.CharField(max_length=4, choices=Action.choices)
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField()
+    ok = models.BooleanField()
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["message", "started_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.action}: {'ok' if self.ok else self.error[:40]}"
+
+
+class SeenEvent(models.Model):
+    """An inbound chat event already handled (a Telegram update_id, a Slack event_id), so a
+    platform's retry never answers twice. Rows older than a day are pruned."""
+
+    channel = models.CharField(max_length=16)
+    event_id = models.CharField(max_length=128)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["channel", "event_id"], name="seen_event_unique")]
+        indexes = [models.Index(fields=["at"], name="seen_event_at_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.channel}:{self.event_id}"

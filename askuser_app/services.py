@@ -28,6 +28,7 @@ from django.utils import timezone
 from . import contract, realtime, signals, textreply, webhooks, wording
 from .agentauth import hash_token, new_token
 from .chars import control_character, fold
+from .chat import outbox as chat_outbox
 from .models import Agent, Answer, Message, Option, Prompt, PromptEvent, Question, Run, Session, new_webhook_secret
 
 if TYPE_CHECKING:
@@ -150,6 +151,7 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
             return _replay(prompt, digest)
         _store_questions(prompt, request)
         _record(prompt, PromptEvent.Kind.CREATED, f"agent {agent.name}", "api", run_id=run.run_id)
+        chat_outbox.prompt_created(prompt)
         transaction.on_commit(lambda: realtime.prompt_created(prompt), robust=True)
         transaction.on_commit(lambda: signals.deadline_added.send(Prompt, expires_at=prompt.expires_at), robust=True)
     return Asked(prompt, created=True)
@@ -591,6 +593,7 @@ def _transition(prompt: Prompt, resolution: Resolution) -> Prompt:
             )
             transaction.on_commit(lambda: realtime.prompt_resolved(prompt, resolution.result), robust=True)
             webhooks.prompt_resolved(prompt, resolution.result)
+            chat_outbox.prompt_resolved(prompt)
     if not won:
         raise AlreadyResolved(_current_expiring_if_overdue(prompt))
     prompt.status, prompt.reason, prompt.surface = resolution.status, resolution.reason, resolution.surface

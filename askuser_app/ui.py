@@ -20,6 +20,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from . import services, wording
+from .chat import outbox as chat_outbox
 from .models import Message, Prompt, Question, Session
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class Summary:
     lines: list[SummaryLine]
     caption: str
     read_as: list[str]
+    undelivered: list[str] = field(default_factory=list)  # chat apps its message never reached
 
     @property
     def dom_id(self) -> str:
@@ -116,7 +118,11 @@ def _read_as(prompt: Prompt) -> list[str]:
 
 
 def summaries(prompts: list[Prompt]) -> list[Summary]:
-    return [summarize(p, list(p.questions.all())) for p in prompts]
+    made = [summarize(p, list(p.questions.all())) for p in prompts]
+    undelivered = chat_outbox.undelivered([p.pk for p in prompts])
+    for summary in made:
+        summary.undelivered = undelivered.get(str(summary.prompt.pk), [])
+    return made
 
 
 def resolved_prompts(session: Session, **filters: Any) -> list[Prompt]:
@@ -187,6 +193,7 @@ def panel_context(
         "session": session,
         "prompt": prompt,
         "questions": list(prompt.questions.all()) if prompt else [],
+        "undelivered": chat_outbox.undelivered([prompt.pk]).get(str(prompt.pk), []) if prompt else [],
         "collapsed": cookies.get(PANEL_COOKIE) == "collapsed",
         "error": error,
         "now": timezone.now(),

@@ -1,7 +1,8 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from . import views
+from .chat import views as chat_views
 
 urlpatterns = [
     path("", views.sessions_list, name="sessions"),
@@ -10,4 +11,7 @@ urlpatterns = [
     path("s/<str:key>/", views.session_page, name="session"),
     path("s/<str:key>/messages", views.post_message, name="post_message"),
     path("s/<str:key>/prompts/<uuid:prompt_id>/answer", views.answer_prompt, name="answer_prompt"),
+    path("p/<uuid:prompt_id>/", views.prompt_page, name="prompt"),
+    path("settings/chat/", chat_views.chat_settings, name="chat_settings"),
+    path("chat/", include("askuser_app.chat.urls")),
 ]

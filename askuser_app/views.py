@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from . import contract, services, ui
@@ -51,6 +52,14 @@ def session_page(request: LoggedInRequest, key: str, *, error: str = "", status:
     context = {**ui.panel_context(session, request.COOKIES, error=error), "items": ui.timeline(session)}
     context["cursor"] = cursor
     return render(request, "askuser/session.html", context, status=status)
+
+
+@login_required
+def prompt_page(request: LoggedInRequest, prompt_id: str) -> HttpResponse:
+    """``/p/<id>/``, the link in chat messages: the prompt in its session's page."""
+    prompt = get_object_or_404(Prompt.objects.select_related("session"), pk=prompt_id, session__owner=request.user)
+    anchor = "prompt-panel" if prompt.is_pending else f"item-prompt-{prompt.pk}"
+    return redirect(reverse("session", args=[prompt.session.key]) + f"#{anchor}")
 
 
 @login_required

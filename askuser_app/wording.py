@@ -122,3 +122,28 @@ def _places(surface: str, user: str | None, say: Say) -> dict[str, str]:
     # A person cancels in the admin; with nobody named, the agent cancelled through the API.
     canceller = say(CANCELLED_BY) % {"user": user, "where": place} if user else say(CANCELLED_BY_AGENT)
     return {"where": place, "by": by, "canceller": canceller}
+
+
+# --- chat messages ---------------------------------------------------------------
+# The one outcome line a chat message of a resolved prompt ends with. An answer
+# names the declared option labels only: a person's own words may be private.
+CHAT_ANSWERED = gettext_noop("Answered: %(answers)s —%(by)s %(where)s")
+OWN_ANSWER = gettext_noop("own answer")
+NOTHING_CHOSEN = gettext_noop("nothing")
+
+
+def chat_outcome(
+    outcome: str, surface: str, user: str | None, answers: list[tuple[str, list[str], bool]], say: Say
+) -> str:
+    """ "Answered: Production — by alice on Telegram", "Skipped on the web by alice", "Expired: …".
+
+    ``answers``: per question its header, the option labels chosen, and whether
+    it had an own answer; the header is named only when there are several."""
+    if outcome != "answered":
+        return caption(outcome, surface, user, say)
+    parts = []
+    for header, labels, own in answers:
+        shown = ", ".join([*labels, *([say(OWN_ANSWER)] if own else [])]) or say(NOTHING_CHOSEN)
+        parts.append(f"{header}: {shown}" if len(answers) > 1 else shown)
+    by = say(BY) % {"user": user} if user else ""
+    return say(CHAT_ANSWERED) % {"answers": "; ".join(parts), "by": by, "where": where(surface, say)}

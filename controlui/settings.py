@@ -255,6 +255,24 @@ ASKUSER_MCP_PROGRESS_EVERY = float(env_str("ASKUSER_MCP_PROGRESS_EVERY") or 10)
 # Seconds without activity after which a session with nothing pending leaves the sessions list.
 ASKUSER_SESSION_IDLE_HIDE = env_int("ASKUSER_SESSION_IDLE_HIDE", 24 * 60 * 60)
 
+# Chat apps (README "Chat apps"): a channel whose variables are unset is off.
+TELEGRAM_BOT_TOKEN = env_str("TELEGRAM_BOT_TOKEN")
+TELEGRAM_WEBHOOK_SECRET = env_str("TELEGRAM_WEBHOOK_SECRET")
+TELEGRAM_API_URL = env_str("TELEGRAM_API_URL", "https://api.telegram.org").rstrip("/")
+SLACK_BOT_TOKEN = env_str("SLACK_BOT_TOKEN")
+SLACK_SIGNING_SECRET = env_str("SLACK_SIGNING_SECRET")
+SLACK_API_URL = env_str("SLACK_API_URL", "https://slack.com/api/")
+SLACK_APP_TOKEN = env_str("SLACK_APP_TOKEN")  # Socket Mode, for a server without a public URL
+DISCORD_APPLICATION_ID = env_str("DISCORD_APPLICATION_ID")
+DISCORD_PUBLIC_KEY = env_str("DISCORD_PUBLIC_KEY")
+DISCORD_BOT_TOKEN = env_str("DISCORD_BOT_TOKEN")
+DISCORD_API_URL = env_str("DISCORD_API_URL", "https://discord.com/api/v10").rstrip("/")
+# The absolute address of this server, for the links in chat messages.
+ASKUSER_PUBLIC_URL = env_str("ASKUSER_PUBLIC_URL", "http://127.0.0.1:8765").rstrip("/")
+# Chat sends and edits: tries per step, the first retry's delay in seconds (doubling after).
+ASKUSER_CHAT_ATTEMPTS = env_int("ASKUSER_CHAT_ATTEMPTS", 8)
+ASKUSER_CHAT_RETRY_BASE = float(env_str("ASKUSER_CHAT_RETRY_BASE") or 2)
+
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ASKUSER_MAX_BODY
 

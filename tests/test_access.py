@@ -120,6 +120,17 @@ HTTP_RULES = [
         {"form": {"q-deploy_target": "1", "action": "answer"}},
         for_people(302),
     ),
+    ("p/<uuid:prompt_id>/", "GET", "/p/{prompt}/", {}, for_people(302)),  # to its session's page
+    ("settings/chat/", "GET", "/settings/chat/", {}, for_people(200, b=200, staff=200)),
+    (
+        "settings/chat/",
+        "POST",
+        "/settings/chat/",
+        {"form": {"channel": "telegram", "action": "code"}},
+        expect(302),  # no chat app is set up here: back to the page, or to the login
+    ),
+    # A chat app's endpoint answers only while the app is set up (tests/test_chat_*.py).
+    ("chat/telegram/webhook", "POST", "/chat/telegram/webhook", {}, expect(404)),
     ("admin/", "GET", "/admin/", {}, STAFF_ONLY),
     ("admin/", "GET", "/admin/askuser_app/prompt/", {}, STAFF_ONLY),
     ("admin/", "GET", "/admin/askuser_app/agent/", {}, STAFF_ONLY),

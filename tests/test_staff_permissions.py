@@ -18,6 +18,8 @@ HISTORY_PAGES = [
     "/admin/askuser_app/session/",
     "/admin/askuser_app/run/",
     "/admin/askuser_app/webhookdelivery/",
+    "/admin/askuser_app/chatmessage/",
+    "/admin/askuser_app/chatlink/",
 ]
 
 
@@ -78,5 +80,8 @@ def test_the_reviewers_group_holds_the_view_permission_of_every_history_model(db
         "view_run",
         "view_webhookdelivery",
         "view_webhookattempt",
+        "view_chatlink",
+        "view_chatmessage",
+        "view_chatattempt",
     }
     assert all(codename.startswith("view_") for codename in codenames)

@@ -1,0 +1,289 @@
+"""Chat messages of prompts: recorded with the change, sent and edited by a background loop.
+
+The request that creates or resolves a prompt never talks to a platform. Its
+transaction records a ``ChatMessage`` per linked identity of the owner
+(``prompt_created``) or marks the prompt's messages for an edit
+(``prompt_resolved``), both called from ``services``; after commit a
+per-process loop, like the webhooks' (``askuser_app/webhooks.py``), sends.
+
+Each row is one small state machine, so an edit never overtakes its send:
+``to_send → sent → to_edit → closed``. A prompt resolved before its message
+was sent drops the row; one resolved while the send is in flight is edited as
+soon as the send lands (``record`` sees the row dropped and asks for the
+edit). Claiming a try is a compare-and-set on the row's attempt count that
+also pushes ``next_attempt_at`` past the try's timeout, so two processes
+never make the same try, and a process that dies mid-try leaves the row for
+any other. A platform's ``Temporary`` failure is retried with doubling
+delays (at least its ``retry_after``); a ``Permanent`` one, or the last
+try, marks the row failed, which staff see in the admin and the person on
+the prompt's page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Min
+from django.utils import timezone
+
+from ..asyncdb import database_call
+from ..background import Loop
+from .base import Card, Closed, Permanent, Temporary
+
+if TYPE_CHECKING:
+    from ..models import Prompt
+
+log = logging.getLogger("askuser")
+
+RECHECK = 5.0  # rows recorded by other processes are seen within this
+CONCURRENCY = 8  # tries in flight per process
+TIMEOUT = 30.0  # seconds one send or edit may take
+LEASE = timedelta(seconds=TIMEOUT + 30)
+BACKOFF_CAP = 600.0
+PRUNE_EVERY = 3600.0
+LIVE = ("to_send", "to_edit")
+
+
+def retry_delay(number: int, retry_after: float | None = None) -> float:
+    """Seconds to wait after failed try ``number``: doubling, capped, ±20 % jitter, never under ``retry_after``."""
+    first: float = settings.ASKUSER_CHAT_RETRY_BASE
+    delay = min(first * 2.0 ** (number - 1), BACKOFF_CAP) * random.uniform(0.8, 1.2)
+    return max(delay, retry_after or 0.0)
+
+
+def _channels() -> list[str]:
+    from .core import adapters  # the core reaches services, which reach this module
+
+    return list(adapters())
+
+
+# --- recording (inside the creating and the resolving transaction) -----------------------------
+
+
+def prompt_created(prompt: Prompt) -> None:
+    """A message to each linked identity of the prompt's owner on every configured channel."""
+    channels = _channels()
+    if not channels:  # chat is off: nothing is read or written
+        return
+    from ..models import ChatLink, ChatMessage
+
+    now = timezone.now()
+    rows = [
+        ChatMessage(prompt=prompt, channel=link.channel, link=link, chat_id=link.chat_id, next_attempt_at=now)
+        for link in ChatLink.objects.filter(user_id=prompt.session.owner_id, channel__in=channels)
+    ]
+    if rows:
+        ChatMessage.objects.bulk_create(rows)
+        transaction.on_commit(wake, robust=True)
+
+
+def prompt_resolved(prompt: Prompt) -> None:
+    """Every sent message of the prompt is to be edited; one not sent yet never will be."""
+    if not _channels():
+        return
+    from ..models import ChatMessage
+
+    messages = ChatMessage.objects.filter(prompt=prompt)
+    edits = messages.filter(state=ChatMessage.State.SENT).update(
+        state=ChatMessage.State.TO_EDIT, attempts=0, next_attempt_at=timezone.now(), last_error=""
+    )
+    # A send in flight finds its row dropped when it lands, and asks for the edit then.
+    messages.filter(state=ChatMessage.State.TO_SEND).update(state=ChatMessage.State.DROPPED)
+    if edits:
+        transaction.on_commit(wake, robust=True)
+
+
+# --- the loop ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """One try this process won the right to make."""
+
+    message_id: int
+    channel: str
+    action: Literal["send", "edit"]
+    number: int
+    chat_id: str = ""
+    ref: dict[str, Any] = field(default_factory=dict)
+    card: Card | None = None
+    closed: Closed | None = None
+
+
+_trying: set[asyncio.Task[None]] = set()
+_pruned_at = 0.0
+
+
+async def _turn() -> datetime | None:
+    for claimed in await database_call(claim_due)(CONCURRENCY - len(_trying)):
+        task = asyncio.ensure_future(_try(claimed))
+        _trying.add(task)
+        task.add_done_callback(_trying.discard)
+    await _prune()
+    return await database_call(next_due)()
+
+
+async def _prune() -> None:
+    global _pruned_at
+    if time.monotonic() - _pruned_at > PRUNE_EVERY:
+        _pruned_at = time.monotonic()
+        from .core import prune_seen
+
+        await database_call(prune_seen)()
+
+
+loop = Loop("Sending chat messages", _turn, recheck=RECHECK)
+ensure_running = loop.ensure_running
+wake = loop.wake
+
+
+def claim_due(limit: int) -> list[Claimed]:
+    """Claim up to ``limit`` due sends and edits, longest waiting first."""
+    from ..models import ChatMessage
+    from .core import adapters, card, closed
+
+    if limit <= 0:
+        return []
+    now, allowed, configured = timezone.now(), settings.ASKUSER_CHAT_ATTEMPTS, adapters()
+    due = ChatMessage.objects.filter(state__in=LIVE, next_attempt_at__lte=now).select_related("prompt__agent")
+    claimed = []
+    for row in due.order_by("next_attempt_at")[:limit]:
+        mine = ChatMessage.objects.filter(pk=row.pk, state=row.state, attempts=row.attempts)
+        if row.attempts >= allowed:  # its last try died with its process
+            mine.update(state=ChatMessage.State.FAILED, last_error=row.last_error or "no answer from the last try")
+        elif row.channel not in configured:
+            mine.update(state=ChatMessage.State.FAILED, last_error=f"{row.channel} is not configured on this server")
+        elif row.state == ChatMessage.State.TO_SEND and row.link_id is None:
+            mine.update(state=ChatMessage.State.DROPPED, last_error="unlinked before it was sent")
+        elif mine.update(attempts=row.attempts + 1, next_attempt_at=now + LEASE):
+            claimed.append(_claimed(row, card, closed))
+    return claimed
+
+
+def _claimed(row: Any, card: Any, closed: Any) -> Claimed:
+    number = row.attempts + 1
+    if row.state == "to_send":
+        return Claimed(row.pk, row.channel, "send", number, chat_id=row.chat_id, card=card(row.prompt))
+    return Claimed(row.pk, row.channel, "edit", number, ref=dict(row.ref), closed=closed(row.prompt))
+
+
+def next_due() -> datetime | None:
+    from ..models import ChatMessage
+
+    at: datetime | None = ChatMessage.objects.filter(state__in=LIVE).aggregate(at=Min("next_attempt_at"))["at"]
+    return at
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    ref: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    final: bool = False  # Permanent: not worth another try
+    retry_after: float | None = None
+
+
+async def _try(claimed: Claimed) -> None:
+    started_at, began = timezone.now(), time.monotonic()
+    outcome = await attempt(claimed)
+    duration_ms = round((time.monotonic() - began) * 1000)
+    try:
+        await database_call(record)(claimed, started_at, duration_ms, outcome)
+    except Exception:
+        log.exception("Recording the %s of chat message %s failed.", claimed.action, claimed.message_id)
+    loop.wake()  # the loop may be sleeping past this row's next try
+
+
+async def attempt(claimed: Claimed) -> Outcome:
+    """One send or edit through the channel's adapter, its failure as an Outcome."""
+    from .core import installed
+
+    adapter = installed()[claimed.channel]
+    try:
+        if claimed.action == "send":
+            assert claimed.card is not None
+            ref = await asyncio.wait_for(adapter.send(claimed.chat_id, claimed.card), TIMEOUT)
+            return Outcome(True, dict(ref))
+        assert claimed.closed is not None
+        await asyncio.wait_for(adapter.edit(claimed.ref, claimed.closed), TIMEOUT)
+        return Outcome(True)
+    except Temporary as failed:
+        return Outcome(False, error=str(failed) or type(failed).__name__, retry_after=failed.retry_after)
+    except Permanent as refused:
+        return Outcome(False, error=str(refused) or type(refused).__name__, final=True)
+    except TimeoutError:
+        return Outcome(False, error=f"no answer within {TIMEOUT:.0f} s")
+    except Exception as exc:  # an adapter's bug must not stop the loop; retried, and visible in the admin
+        log.exception("The %s adapter failed on chat message %s.", claimed.channel, claimed.message_id)
+        return Outcome(False, error=f"{type(exc).__name__}: {exc}")
+
+
+def record(claimed: Claimed, started_at: datetime, duration_ms: int, outcome: Outcome) -> None:
+    """Store the try and decide what happens next: the next step, a retry later, or failed."""
+    from ..models import ChatAttempt, ChatMessage
+
+    State = ChatMessage.State
+    now = timezone.now()
+    with transaction.atomic():
+        ChatAttempt.objects.create(
+            message_id=claimed.message_id,
+            action=claimed.action,
+            started_at=started_at,
+            duration_ms=duration_ms,
+            ok=outcome.ok,
+            error=outcome.error,
+        )
+        row = ChatMessage.objects.select_for_update().filter(pk=claimed.message_id).first()
+        if row is None or row.attempts != claimed.number:
+            return  # the row was claimed again after this try's lease ran out
+        step = State.TO_SEND if claimed.action == "send" else State.TO_EDIT
+        changes: dict[str, Any]
+        if outcome.ok and claimed.action == "send":
+            # Resolved while the send was in flight: the message now needs its edit.
+            resolved = row.state == State.DROPPED
+            changes = {"state": State.TO_EDIT if resolved else State.SENT, "ref": outcome.ref, "last_error": ""}
+            changes |= {"attempts": 0, "next_attempt_at": now}
+        elif outcome.ok:
+            changes = {"state": State.CLOSED, "last_error": ""}
+        elif row.state != step:
+            changes = {"last_error": outcome.error}  # dropped meanwhile: nothing more to try
+        elif outcome.final or claimed.number >= settings.ASKUSER_CHAT_ATTEMPTS:
+            changes = {"state": State.FAILED, "last_error": outcome.error}
+            log.warning(
+                "Chat %s of message %s to %s failed after %s tries: %s",
+                claimed.action,
+                claimed.message_id,
+                claimed.channel,
+                claimed.number,
+                outcome.error,
+            )
+        else:
+            retry_at = now + timedelta(seconds=retry_delay(claimed.number, outcome.retry_after))
+            changes = {"next_attempt_at": retry_at, "last_error": outcome.error}
+        ChatMessage.objects.filter(pk=row.pk).update(**changes)
+
+
+# --- for the prompt's web page ----------------------------------------------------------------
+
+
+def undelivered(prompt_ids: list[Any]) -> dict[str, list[str]]:
+    """For each prompt (by id as text) the channels its message never reached, for good."""
+    if not prompt_ids or not _channels():
+        return {}
+    from ..models import ChatMessage
+    from .core import label_of
+
+    failed: dict[str, list[str]] = {}
+    rows = ChatMessage.objects.filter(prompt_id__in=prompt_ids, state=ChatMessage.State.FAILED)
+    for prompt_id, channel, ref in rows.values_list("prompt_id", "channel", "ref"):
+        if not ref and label_of(channel) not in failed.get(str(prompt_id), []):
+            failed.setdefault(str(prompt_id), []).append(label_of(channel))
+    return failed

@@ -1,0 +1,541 @@
+"""Telegram end to end: python-telegram-bot pointed at a local fake Bot API (TELEGRAM_API_URL),
+real webhook requests with the secret header, the agent's wait, the outbox loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from askuser_app import services
+from askuser_app.asyncdb import database_call
+from askuser_app.chat import core, outbox
+from askuser_app.chat.telegram import SECRET_HEADER, adapter
+from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
+
+from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
+from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
+from .test_client import until, until_async
+
+TOKEN = "123456:TEST-token"
+SECRET = "s3cret-webhook-token"
+CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
+DEADLINE = 10
+
+
+class Telegram:
+    """The fake Bot API's answers, and what the tests read back from its calls."""
+
+    def __init__(self, fake: FakeAPI) -> None:
+        self.fake = fake
+        self.ids = iter(range(500, 10_000))
+        self.hold = threading.Event()  # cleared: each answer waits until it is set again
+        self.hold.set()
+        self.held = threading.Event()  # an answer is being held
+        for method in ("sendMessage", "editMessageText"):
+            fake.route("POST", self.path(method), self.message)
+        fake.route("POST", self.path("answerCallbackQuery"), lambda call: (200, {"ok": True, "result": True}))
+        me = {"id": 1, "is_bot": True, "first_name": "askuser", "username": "askuser_test_bot"}
+        fake.route("POST", self.path("getMe"), lambda call: (200, {"ok": True, "result": me}))
+
+    @staticmethod
+    def path(method: str) -> str:
+        return f"/bot{TOKEN}/{method}"
+
+    def message(self, call):
+        if not self.hold.is_set():
+            self.held.set()
+            self.hold.wait(DEADLINE)
+        chat = int(call.body["chat_id"])
+        result = {
+            "message_id": int(call.body.get("message_id") or next(self.ids)),
+            "date": 1_700_000_000,
+            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
+            "text": call.body["text"],
+        }
+        return 200, {"ok": True, "result": result}
+
+    def calls(self, method: str):
+        return self.fake.of(self.path(method))
+
+    async def wait_for(self, method: str, count: int = 1):
+        return await asyncio.to_thread(self.fake.wait_for, self.path(method), count, timeout=DEADLINE)
+
+
+@pytest.fixture
+def telegram(settings, fake_api):  # noqa: F811
+    settings.TELEGRAM_BOT_TOKEN = TOKEN
+    settings.TELEGRAM_WEBHOOK_SECRET = SECRET
+    settings.TELEGRAM_API_URL = fake_api.url
+    settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
+    settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+    return Telegram(fake_api)
+
+
+@pytest.fixture
+def linked(owner):
+    return core.link_by_hand(owner, "telegram", str(CHAT), chat_id=str(CHAT), handle="@alice")
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def create(token: str, *questions, session: str = "support-42") -> str:
+    response = await asgi_request(
+        "POST", "/api/v1/prompts", json=payload(*questions, session=session), headers=auth(token)
+    )
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def wait(token: str, prompt_id: str) -> asyncio.Future:
+    return asyncio.ensure_future(asgi_get(f"/api/v1/prompts/{prompt_id}?wait=30", auth(token)))
+
+
+async def post_update(update: dict, *, secret: str = SECRET, raw: bytes | None = None):
+    body = raw if raw is not None else json.dumps(update).encode()
+    headers = {SECRET_HEADER: secret, "Content-Type": "application/json"}
+    return await asgi_request("POST", "/chat/telegram/webhook", content=body, headers=headers)
+
+
+def user(user_id: int = CHAT, name: str = "alice") -> dict:
+    return {"id": user_id, "is_bot": False, "first_name": name.title(), "username": name}
+
+
+def tap_update(update_id: int, message_id: int, data: str, *, user_id: int = CHAT, chat: int = CHAT) -> dict:
+    message = {"message_id": message_id, "date": 1_700_000_000, "chat": {"id": chat, "type": "private"}, "text": "…"}
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"cb-{update_id}",
+            "from": user(user_id),
+            "chat_instance": "ci",
+            "message": message,
+            "data": data,
+        },
+    }
+
+
+def text_update(update_id: int, text: str, *, reply_to: int | None = None, user_id: int = CHAT, chat: int = CHAT):
+    message = {
+        "message_id": 9000 + update_id,
+        "date": 1_700_000_000,
+        "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
+        "from": user(user_id),
+        "text": text,
+    }
+    if reply_to is not None:
+        message["reply_to_message"] = {
+            "message_id": reply_to,
+            "date": 1_700_000_000,
+            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
+            "text": "…",
+        }
+    return {"update_id": update_id, "message": message}
+
+
+@database_call
+def prompt_of(prompt_id: str) -> Prompt:
+    return Prompt.objects.get(pk=prompt_id)
+
+
+@database_call
+def rows(prompt_id: str) -> list[ChatMessage]:
+    return list(ChatMessage.objects.filter(prompt_id=prompt_id).order_by("id"))
+
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+# --- end to end --------------------------------------------------------------------------------
+
+
+async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons(telegram, linked, token):
+    prompt_id = await create(token)
+    hexid = prompt_id.replace("-", "")
+
+    [sent] = await telegram.wait_for("sendMessage")
+    assert sent.body["chat_id"] == str(CHAT) and "parse_mode" not in sent.body
+    assert sent.body["text"] == (
+        "Deploy\n\nWhere should this release go first?\n\n• Staging (Recommended) — Safe, reversible\n"
+        f"• Production\n\nOpen in askuser: https://askuser.example.com/p/{prompt_id}/"
+    )
+    assert sent.field("reply_markup") == {
+        "inline_keyboard": [
+            [{"text": "Staging (Recommended)", "callback_data": f"o:{hexid}:0"}],
+            [{"text": "Production", "callback_data": f"o:{hexid}:1"}],
+            [{"text": "Other…", "callback_data": f"x:{hexid}"}, {"text": "Skip", "callback_data": f"s:{hexid}"}],
+        ]
+    }
+    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    assert row.ref == {"chat_id": CHAT, "message_id": 500}
+
+    waiting = wait(token, prompt_id)
+    response = await post_update(tap_update(1, 500, f"o:{hexid}:1"))
+
+    assert response.status_code == 200
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert {k: result[k] for k in ("status", "answers", "surface", "resolved_by")} == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+        "surface": "telegram",
+        "resolved_by": "alice",
+    }
+    [notice] = telegram.calls("answerCallbackQuery")
+    assert notice.body == {"callback_query_id": "cb-1", "text": "Answered: Production — by alice on Telegram"}
+    [edit] = await telegram.wait_for("editMessageText")
+    assert (edit.body["chat_id"], edit.body["message_id"]) == (str(CHAT), "500")
+    assert "reply_markup" not in edit.body  # the keyboard is gone
+    assert edit.body["text"].endswith(
+        f"• Production\n\nAnswered: Production — by alice on Telegram\nOpen in askuser: https://askuser.example.com/p/{prompt_id}/"
+    )
+    assert "parse_mode" not in edit.body
+    await asyncio.to_thread(lambda: outbox_settles(prompt_id))
+    assert [r.state for r in await rows(prompt_id)] == ["closed"]
+
+
+def outbox_settles(prompt_id: str) -> None:
+    until(
+        lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"]).count() == 0
+    )
+
+
+async def test_other_asks_with_force_reply_and_the_reply_is_the_free_text_answer(telegram, linked, token):
+    prompt_id = await create(token)
+    hexid = prompt_id.replace("-", "")
+    await telegram.wait_for("sendMessage")
+
+    await post_update(tap_update(1, 500, f"x:{hexid}"))
+    [_card, ask] = await telegram.wait_for("sendMessage", 2)
+    assert ask.body["text"] == "Type your own answer to “Deploy”."
+    assert ask.field("reply_markup") == {"force_reply": True, "input_field_placeholder": "Your answer to Deploy"}
+    assert (await prompt_of(prompt_id)).is_pending
+
+    waiting = wait(token, prompt_id)
+    await post_update(text_update(2, "2", reply_to=501))  # an own answer, even when it looks like an option number
+
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert result["answers"] == {"answers": {"deploy_target": ["2"]}}
+    assert result["details"]["deploy_target"]["free_text"] == "2" and result["surface"] == "telegram"
+    [edit] = await telegram.wait_for("editMessageText")
+    assert "Answered: own answer — by alice on Telegram" in edit.body["text"]
+
+
+async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token):
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage")
+    waiting = wait(token, prompt_id)
+
+    await post_update(tap_update(1, 500, f"s:{prompt_id.replace('-', '')}"))
+
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert (result["status"], result["reason"], result["surface"], result["resolved_by"]) == (
+        "no_answer",
+        "skipped",
+        "telegram",
+        "alice",
+    )
+    [edit] = await telegram.wait_for("editMessageText")
+    assert "Skipped on Telegram by alice" in edit.body["text"]
+
+
+async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(telegram, linked, token):
+    prompt_id = await create(token, QUESTION, EXTRAS)
+    [sent] = await telegram.wait_for("sendMessage")
+    assert "1. Deploy (deploy_target): Where should this release go first?" in sent.body["text"]
+    assert "Reply with one line per question" in sent.body["text"]
+    assert sent.field("reply_markup") == {
+        "inline_keyboard": [[{"text": "Skip all", "callback_data": f"s:{prompt_id.replace('-', '')}"}]]
+    }
+    waiting = wait(token, prompt_id)
+
+    await post_update(text_update(1, "Production\nDocs, Blog post"))
+
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert result["answers"] == {"answers": {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}}
+    [edit] = await telegram.wait_for("editMessageText")
+    assert "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Telegram" in edit.body["text"]
+    assert "Reply with" not in edit.body["text"]
+
+
+async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_bot_says_what_is_missing(telegram, linked, token):
+    prompt_id = await create(token, QUESTION, EXTRAS)
+    await telegram.wait_for("sendMessage")
+
+    await post_update(text_update(1, "extras: Docs", reply_to=500))
+
+    [_, answer] = await telegram.wait_for("sendMessage", 2)
+    assert answer.body["chat_id"] == str(CHAT) and answer.body["text"].startswith(
+        "Your reply did not answer 1. Deploy."
+    )
+    assert (await prompt_of(prompt_id)).is_pending
+
+
+async def test_a_strangers_tap_is_refused_and_changes_nothing(telegram, linked, token):
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage")
+
+    response = await post_update(tap_update(1, 500, f"o:{prompt_id.replace('-', '')}:0", user_id=777, chat=-100))
+
+    assert response.status_code == 200
+    [notice] = telegram.calls("answerCallbackQuery")
+    assert notice.body["text"] == "This question is not yours."
+    assert (await prompt_of(prompt_id)).is_pending
+
+
+async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(telegram, linked, token, owner):
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage")
+    await database_call(services.answer)(
+        await prompt_of(prompt_id), {"deploy_target": "Staging (Recommended)"}, by=owner, surface="web"
+    )
+    [edit] = await telegram.wait_for("editMessageText")
+    assert "Answered: Staging (Recommended) — by alice on the web" in edit.body["text"]
+
+    await post_update(tap_update(1, 500, f"o:{prompt_id.replace('-', '')}:1"))
+
+    [notice] = telegram.calls("answerCallbackQuery")
+    assert notice.body["text"].startswith("This prompt was already answered on the web by alice at ")
+    prompt = await prompt_of(prompt_id)
+    assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+
+
+async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_user):
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage")
+    update = tap_update(7, 500, f"s:{prompt_id.replace('-', '')}")
+
+    first, again = await post_update(update), await post_update(update)
+
+    assert first.status_code == again.status_code == 200
+    assert len(telegram.calls("answerCallbackQuery")) == 1
+    prompt = await prompt_of(prompt_id)
+    assert await database_call(prompt.events.filter(kind="skipped").count)() == 1
+
+
+@pytest.mark.parametrize("secret", ["", "wrong", SECRET + "x"])
+async def test_a_wrong_secret_is_refused_before_anything_is_read(telegram, linked, token, secret):
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage")
+
+    response = await post_update(tap_update(1, 500, f"s:{prompt_id.replace('-', '')}"), secret=secret)
+
+    assert response.status_code == 401
+    assert (await prompt_of(prompt_id)).is_pending
+    assert telegram.calls("answerCallbackQuery") == []
+    assert not await database_call(SeenEvent.objects.exists)()
+
+
+async def test_the_api_down_for_a_while_loses_nothing_and_the_edit_follows_the_send(telegram, linked, token, owner):
+    telegram.fake.down(503)
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage", 3)  # retried, with backoff
+
+    telegram.hold.clear()  # the send that gets through is held in flight…
+    telegram.fake.up()
+    assert await asyncio.to_thread(telegram.held.wait, DEADLINE)
+    await database_call(services.answer)(
+        await prompt_of(prompt_id), {"deploy_target": "Production"}, by=owner, surface="web"
+    )  # …while the prompt is answered on the web
+    telegram.hold.set()
+
+    [edit] = await telegram.wait_for("editMessageText")
+    sent = telegram.calls("sendMessage")
+    assert sent[-1].body["text"].startswith("Deploy\n")  # the pending message went out once it could…
+    assert edit.body["message_id"] == "500"  # …and its edit came after, to that message
+    assert telegram.fake.calls.index(edit) > telegram.fake.calls.index(sent[-1])
+    await asyncio.to_thread(lambda: outbox_settles(prompt_id))
+    tries = await database_call(lambda: list(ChatAttempt.objects.values_list("action", "ok", "error")))()
+    assert [t[:2] for t in tries][-2:] == [("send", True), ("edit", True)]
+    assert all(not ok and "Telegram could not be reached" in error for _, ok, error in tries[:-2])
+    assert len(tries) >= 5
+
+
+async def test_a_send_refused_for_good_is_failed_and_shown_on_the_page(telegram, linked, token, owner):
+    telegram.fake.route(
+        "POST",
+        Telegram.path("sendMessage"),
+        lambda call: (403, {"ok": False, "error_code": 403, "description": "Forbidden: bot was blocked by the user"}),
+    )
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage")
+    await asyncio.to_thread(lambda: outbox_settles(prompt_id))
+
+    [row] = await rows(prompt_id)
+    assert (row.state, row.attempts) == ("failed", 1)
+    assert row.last_error == "Forbidden: Forbidden: bot was blocked by the user"
+
+    def page() -> str:
+        browser = Client()
+        browser.force_login(owner)
+        return browser.get("/s/support-42/").content.decode()
+
+    assert "This question could not be sent to Telegram" in await asyncio.to_thread(page)
+
+
+async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegram, linked, agent):
+    from askuser_app import contract
+
+    prompt = await database_call(services.ask)(agent, contract.parse_create(payload()))
+    assert [r.state for r in await rows(prompt.prompt.pk)] == ["to_send"]
+
+    outbox.ensure_running()
+
+    [sent] = await telegram.wait_for("sendMessage")
+    assert sent.body["chat_id"] == str(CHAT)
+
+
+# --- linking -------------------------------------------------------------------------------------
+
+
+async def test_start_with_a_code_links_and_stop_unlinks(telegram, owner):
+    code = await database_call(core.new_code)(owner, "telegram")
+
+    await post_update(text_update(1, f"/start {code}", user_id=555, chat=555))
+    [linked_notice] = await telegram.wait_for("sendMessage")
+    link = await database_call(ChatLink.objects.select_related("user").get)()
+
+    await post_update(text_update(2, f"/start {code}", user_id=556, chat=556))  # the code again
+    [_, reused] = await telegram.wait_for("sendMessage", 2)
+    await post_update(text_update(3, "/stop", user_id=555, chat=555))
+    [*_, stopped] = await telegram.wait_for("sendMessage", 3)
+
+    assert linked_notice.body["text"] == "Linked to askuser as alice: questions for you will arrive here."
+    assert (link.user, link.external_id, link.chat_id, link.handle) == (owner, "555", "555", "@alice")
+    assert reused.body["text"].startswith("This code is not valid or has expired.")
+    assert stopped.body["text"] == "Unlinked: askuser will send no more questions here."
+    assert not await database_call(ChatLink.objects.exists)()
+
+
+async def test_an_expired_code_links_nothing(telegram, owner):
+    code = await database_call(core.new_code)(owner, "telegram")
+    await database_call(LinkCode.objects.filter(code=code).update)(expires_at=timezone.now() - timedelta(seconds=1))
+
+    await post_update(text_update(1, f"/start {code}", user_id=555, chat=555))
+
+    [notice] = await telegram.wait_for("sendMessage")
+    assert notice.body["text"].startswith("This code is not valid or has expired.")
+    assert not await database_call(ChatLink.objects.exists)()
+
+
+# --- bad input ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"\xff\xfe not utf-8", 400),
+        (b"{not json", 400),
+        (b"[1, 2]", 400),
+        (b'{"update_id": "one"}', 400),
+        (b'{"update_id": 1, "callback_query": {"id": "x"}}', 400),  # not a callback query Telegram would send
+        (b" " * (300 * 1024), 413),
+    ],
+)
+async def test_a_bad_body_gets_a_clear_error_and_nothing_is_stored(telegram, raw, status):
+    response = await post_update({}, raw=raw)
+
+    assert response.status_code == status
+    assert not await database_call(SeenEvent.objects.exists)()
+
+
+async def test_an_update_of_another_kind_is_a_silent_200(telegram):
+    response = await post_update({"update_id": 3, "edited_message": text_update(3, "x")["message"]})
+
+    assert response.status_code == 200 and telegram.fake.calls == []
+
+
+async def test_the_endpoint_is_absent_while_telegram_is_off(settings):
+    settings.TELEGRAM_BOT_TOKEN = ""
+
+    assert (await post_update(tap_update(1, 1, "s:00"))).status_code == 404
+
+
+# --- commands, the settings page ------------------------------------------------------------------------
+
+
+def test_linkchat_links_and_unlinks_by_hand(owner):
+    out = StringIO()
+
+    call_command("linkchat", "telegram", "4242", "--user", "alice", stdout=out)
+    link = ChatLink.objects.get()
+    call_command("linkchat", "telegram", "4242", "--user", "alice", "--unlink", stdout=out)
+
+    assert (link.user, link.channel, link.external_id, link.chat_id) == (owner, "telegram", "4242", "4242")
+    assert not ChatLink.objects.exists()
+    assert "Linked telegram user 4242 to alice." in out.getvalue()
+
+
+def test_linkchat_refuses_an_unknown_channel_or_user(owner):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match="No user nobody"):
+        call_command("linkchat", "telegram", "1", "--user", "nobody")
+    with pytest.raises(CommandError):
+        call_command("linkchat", "icq", "1", "--user", "alice")
+    assert not ChatLink.objects.exists()
+
+
+def test_chat_poll_says_a_channel_without_polling_needs_its_public_url(settings):
+    from django.core.management import CommandError
+
+    settings.TELEGRAM_BOT_TOKEN = ""
+    with pytest.raises(CommandError, match="not set up"):
+        call_command("chat_poll", "telegram")
+
+
+def test_the_settings_page_gives_a_code_with_the_step_to_take_and_unlinks(telegram, owner, linked):
+    browser = Client()
+    browser.force_login(owner)
+
+    page = browser.get("/settings/chat/").content.decode()
+    response = browser.post("/settings/chat/", {"channel": "telegram", "action": "code"})
+    code = LinkCode.objects.get(user=owner).code
+    unlinked = browser.post("/settings/chat/", {"channel": "telegram", "action": "unlink"}, follow=True)
+
+    assert "Linked as @alice." in page and "Get a link code" in page and "Not set up on this server." in page
+    body = response.content.decode()
+    assert response.status_code == 200 and code in body
+    assert f"Open t.me/askuser_test_bot?start={code}, or send /start {code} to the bot." in body
+    assert not ChatLink.objects.exists() and "Unlinked from Telegram." in unlinked.content.decode()
+
+
+def test_how_to_link_falls_back_to_the_plain_step_when_telegram_cannot_say(settings, fake_api):  # noqa: F811
+    settings.TELEGRAM_BOT_TOKEN = "999:unknown"
+    settings.TELEGRAM_API_URL = fake_api.url  # no getMe route: 404
+
+    assert adapter.how_to_link("ABCDEFGH") == "Send /start ABCDEFGH to the bot."
+
+
+async def test_polling_reads_updates_without_a_public_url(telegram, linked, token):
+    prompt_id = await create(token)
+    await telegram.wait_for("sendMessage")
+    served = threading.Event()
+
+    def updates(call):
+        if served.is_set():  # a long poll with nothing new: held until the test ends
+            telegram.hold.wait(DEADLINE)
+            return 200, {"ok": True, "result": []}
+        served.set()
+        return 200, {"ok": True, "result": [tap_update(11, 500, f"s:{prompt_id.replace('-', '')}")]}
+
+    telegram.fake.route("POST", Telegram.path("getUpdates"), updates)
+    telegram.hold.clear()
+    polling = asyncio.ensure_future(adapter.poll())
+    try:
+        [notice] = await telegram.wait_for("answerCallbackQuery")
+        [first, then] = await telegram.wait_for("getUpdates", 2)
+    finally:
+        polling.cancel()
+        telegram.hold.set()
+    assert notice.body["text"] == "Skipped on Telegram by alice"
+    assert then.body["offset"] == "12" and first.body.get("timeout") == "25"
+    assert (await prompt_of(prompt_id)).reason == "skipped"
