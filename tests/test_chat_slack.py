@@ -8,6 +8,7 @@ import base64
 import contextlib
 import hashlib
 import hmac
+import itertools
 import json
 import re
 import socket
@@ -21,20 +22,21 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from django.urls import include, path
 
-from askuser_app.chat import slack
+from askuser_app import contract, services
+from askuser_app.asyncdb import database_call
+from askuser_app.chat import core, slack
 from askuser_app.chat.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, Prompt, SeenEvent
 from askuser_app.textreply import TextQuestion
 
-from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
+from .chatfake import Call, FakeAPI, fake_api  # noqa: F401  (the fixture)
+from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
+from .test_client import until_async
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 PROMPT = uuid.UUID("0123456789abcdef0123456789abcdef")
 URL = "http://askuser.test/s/support-42/"
-
-urlpatterns = [path("chat/slack/", include(slack.adapter.urlpatterns()))]
-pytestmark = pytest.mark.urls(__name__)
 
 
 @pytest.fixture
@@ -530,3 +532,486 @@ def test_socket_mode_answers_a_command_over_the_socket(socket_mode: FakeSocketMo
 def test_socket_mode_acknowledges_what_it_does_not_handle(socket_mode: FakeSocketMode):
     socket_mode.push({"envelope_id": "env-2", "type": "events_api", "payload": {"type": "app_rate_limited"}})
     assert socket_mode.ack("env-2") == {"envelope_id": "env-2"}
+
+
+# --- end to end: the agent API, the outbox and the endpoints in one ASGI app, against the fake Slack ------
+
+ALICE, BOB = "U0ALICE", "U0BOB"
+DM = "D0ALICE"  # alice's direct message with the app
+PUBLIC = "https://askuser.example.com"
+DEADLINE = 10
+e2e = pytest.mark.django_db(transaction=True)
+
+
+class Slack:
+    """The fake Web API's answers, and what the tests read back from its calls."""
+
+    def __init__(self, fake: FakeAPI) -> None:
+        self.fake = fake
+        self.stamps = itertools.count(1)
+        fake.route("POST", "/api/conversations.open", lambda call: (200, {"ok": True, "channel": {"id": DM}}))
+        fake.route("POST", "/api/chat.postMessage", self.posted)
+        for method in ("chat.update", "chat.postEphemeral", "views.open"):
+            fake.route("POST", f"/api/{method}", lambda call: (200, {"ok": True}))
+
+    def posted(self, call: Call) -> tuple[int, Any]:
+        return 200, {"ok": True, "channel": call.body["channel"], "ts": f"1700000000.{next(self.stamps):06d}"}
+
+    def calls(self, method: str) -> list[Call]:
+        return self.fake.of(f"/api/{method}")
+
+    async def wait_for(self, method: str, count: int = 1) -> list[Call]:
+        return await asyncio.to_thread(self.fake.wait_for, f"/api/{method}", count, timeout=DEADLINE)
+
+    def replies(self) -> list[Call]:
+        """The bot's own messages in answer to a person's (not cards)."""
+        return [c for c in self.calls("chat.postMessage") if "blocks" not in c.body]
+
+
+@pytest.fixture
+def slack_app(slack_settings, fake_api: FakeAPI) -> Slack:  # noqa: F811
+    slack_settings.ASKUSER_PUBLIC_URL = PUBLIC
+    slack_settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+    return Slack(fake_api)
+
+
+@pytest.fixture
+def linked(owner):
+    return core.link_by_hand(owner, "slack", ALICE, chat_id=DM, handle="alice")
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def create(token: str, *questions: dict[str, Any]) -> str:
+    response = await asgi_request("POST", "/api/v1/prompts", json=payload(*questions), headers=auth(token))
+    assert response.status_code == 201, response.content
+    return str(response.json()["id"])
+
+
+def wait(token: str, prompt_id: str) -> asyncio.Future[Any]:
+    return asyncio.ensure_future(asgi_get(f"/api/v1/prompts/{prompt_id}?wait=30", auth(token)))
+
+
+async def to_slack(endpoint: str, body: bytes, content_type: str, *, secret: str = SECRET, **headers: str) -> Any:
+    signed = {k.removeprefix("HTTP_").replace("_", "-"): v for k, v in sign(body, secret=secret).items()}
+    headers = {"Content-Type": content_type, **signed, **headers}
+    return await asgi_request("POST", f"/chat/slack/{endpoint}", content=body, headers=headers)
+
+
+triggers = itertools.count(1)
+
+
+async def interact(payload: dict[str, Any], **kwargs: Any) -> Any:
+    payload = {"trigger_id": f"trig-{next(triggers)}", **payload}
+    body = urllib.parse.urlencode({"payload": json.dumps(payload)}).encode()
+    return await to_slack("interactivity", body, "application/x-www-form-urlencoded", **kwargs)
+
+
+async def tap(data: str, *, user: str = ALICE, channel: str = DM, ts: str = "1700000000.000001", **kw: Any) -> Any:
+    return await interact(
+        {
+            "type": "block_actions",
+            "user": {"id": user, "username": "alice" if user == ALICE else "bob"},
+            "channel": {"id": channel},
+            "container": {"type": "message", "channel_id": channel, "message_ts": ts},
+            "actions": [{"action_id": data, "block_id": "askuser_actions", "type": "button", "value": data}],
+        },
+        **kw,
+    )
+
+
+async def message(text: str, *, event_id: str, thread_ts: str | None = None, user: str = ALICE, **headers: str):
+    event = {"type": "message", "channel_type": "im", "channel": DM, "user": user, "text": text, "ts": "1800.1"}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    body = json.dumps({"type": "event_callback", "event_id": event_id, "event": event}).encode()
+    return await to_slack("events", body, "application/json", **headers)
+
+
+def card_of(prompt_id: str) -> list[dict[str, Any]]:
+    hexid = prompt_id.replace("-", "")
+    return [
+        {"type": "header", "text": {"type": "plain_text", "text": "Deploy"}},
+        section("Where should this release go first?\n\n• Staging (Recommended) — Safe, reversible\n• Production"),
+        {
+            "type": "actions",
+            "block_id": "askuser_actions",
+            "elements": [
+                button("Staging (Recommended)", f"o:{hexid}:0"),
+                button("Production", f"o:{hexid}:1"),
+                button("Other…", f"x:{hexid}"),
+                button("Skip", f"s:{hexid}"),
+                {**OPEN, "url": f"{PUBLIC}/p/{prompt_id}/"},
+            ],
+        },
+    ]
+
+
+def closed_of(prompt_id: str, outcome: str) -> list[dict[str, Any]]:
+    return [
+        *card_of(prompt_id)[:2],
+        section(outcome),
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{PUBLIC}/p/{prompt_id}/|Open on the web>"}]},
+    ]
+
+
+@database_call
+def prompt_of(prompt_id: str) -> Prompt:
+    return Prompt.objects.get(pk=prompt_id)
+
+
+def picked(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: result[k] for k in ("status", "reason", "answers", "surface", "resolved_by") if k in result}
+
+
+@e2e
+async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons(slack_app, linked, token):
+    prompt_id = await create(token)
+
+    [sent] = await slack_app.wait_for("chat.postMessage")
+    assert sent.body == {
+        "channel": DM,
+        "text": "Deploy: Where should this release go first?",
+        "blocks": card_of(prompt_id),
+        "unfurl_links": False,
+        "unfurl_media": False,
+    }
+    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    assert row.ref == {"channel": DM, "ts": "1700000000.000001"}
+
+    waiting = wait(token, prompt_id)
+    response = await tap(f"o:{prompt_id.replace('-', '')}:1")
+
+    assert response.status_code == 200 and response.content == b""
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert picked(result) == {
+        "status": "answered",
+        "reason": None,
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+        "surface": "slack",
+        "resolved_by": "alice",
+    }
+    [edit] = await slack_app.wait_for("chat.update")
+    assert edit.body == {
+        "channel": DM,
+        "ts": "1700000000.000001",
+        "text": "Deploy: Answered: Production — by alice on Slack",
+        "blocks": closed_of(prompt_id, "Answered: Production — by alice on Slack"),
+    }
+    assert slack_app.calls("chat.postEphemeral") == []  # the rewritten message says it all
+
+
+@e2e
+async def test_other_opens_a_modal_whose_text_is_the_free_text_answer(slack_app, linked, token):
+    prompt_id = await create(token)
+    hexid = prompt_id.replace("-", "")
+    await slack_app.wait_for("chat.postMessage")
+
+    response = await tap(f"x:{hexid}")
+
+    assert response.status_code == 200
+    [opened] = slack_app.calls("views.open")  # inline: the trigger_id lasts 3 seconds
+    assert opened.body["trigger_id"].startswith("trig-")
+    view = opened.body["view"]
+    assert (view["callback_id"], view["private_metadata"], view["title"]["text"]) == (
+        "askuser_own_words",
+        hexid,
+        "Deploy",
+    )
+    assert view["blocks"][0]["label"]["text"] == "Where should this release go first?"
+    assert (await prompt_of(prompt_id)).is_pending
+
+    def submitted(text: str) -> dict[str, Any]:
+        state = {"values": {"own_words": {"text": {"type": "plain_text_input", "value": text}}}}
+        user = {"id": ALICE, "username": "alice"}
+        return {"type": "view_submission", "user": user, "view": {**view, "id": "V1", "state": state}}
+
+    empty = await interact(submitted("   "))
+    assert empty.json() == {
+        "response_action": "errors",
+        "errors": {"own_words": "Your answer was empty; type your own answer, or tap an option."},
+    }
+    waiting = wait(token, prompt_id)
+    done = await interact(submitted("Canary <first> & then all"))
+
+    assert done.status_code == 200 and done.content == b""  # the modal closes
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert result["answers"] == {"answers": {"deploy_target": ["Canary <first> & then all"]}}
+    assert (result["details"]["deploy_target"]["free_text"], result["surface"]) == (
+        "Canary <first> & then all",
+        "slack",
+    )
+    [edit] = await slack_app.wait_for("chat.update")
+    assert edit.body["blocks"][-2] == section("Answered: own answer — by alice on Slack")  # own words stay private
+
+
+@e2e
+async def test_skip_skips_and_the_agent_hears_no_answer(slack_app, linked, token):
+    prompt_id = await create(token)
+    await slack_app.wait_for("chat.postMessage")
+    waiting = wait(token, prompt_id)
+
+    await tap(f"s:{prompt_id.replace('-', '')}")
+
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert picked(result) == {"status": "no_answer", "reason": "skipped", "surface": "slack", "resolved_by": "alice"}
+    [edit] = await slack_app.wait_for("chat.update")
+    assert edit.body["blocks"] == closed_of(prompt_id, "Skipped on Slack by alice")
+
+
+@e2e
+async def test_a_multi_question_prompt_is_text_answered_by_a_reply_in_its_thread(slack_app, linked, token):
+    prompt_id = await create(token, QUESTION, EXTRAS)
+    [sent] = await slack_app.wait_for("chat.postMessage")
+    blocks = sent.body["blocks"]
+    assert blocks[0] == {"type": "header", "text": {"type": "plain_text", "text": "helper asks"}}
+    assert blocks[1]["text"]["text"].startswith(
+        "The agent asks 2 questions:\n\n1. Deploy (deploy_target): Where should this release go first?\n"
+    )
+    assert "Reply with one line per question" in blocks[1]["text"]["text"]
+    assert blocks[2]["elements"] == [
+        button("Skip all", f"s:{prompt_id.replace('-', '')}"),
+        {**OPEN, "url": f"{PUBLIC}/p/{prompt_id}/"},
+    ]
+    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    waiting = wait(token, prompt_id)
+
+    response = await message("Production\nDocs, Blog post", event_id="Ev1", thread_ts="1700000000.000001")
+
+    assert response.status_code == 200
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert picked(result)["answers"] == {"answers": {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}}
+    assert result["surface"] == "slack"
+    [said] = slack_app.replies()
+    assert said.body == {
+        "channel": DM,
+        "thread_ts": "1700000000.000001",
+        "text": "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Slack",
+    }
+    [edit] = await slack_app.wait_for("chat.update")
+    assert edit.body["blocks"][-2] == section(
+        "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Slack"
+    )
+    assert "Reply with" not in json.dumps(edit.body["blocks"])
+
+
+@e2e
+async def test_a_reply_in_the_thread_answers_that_prompt_not_the_oldest(slack_app, linked, token, agent):
+    first = await create(token, QUESTION, EXTRAS)
+    await slack_app.wait_for("chat.postMessage")
+    other = await asgi_request(
+        "POST", "/api/v1/prompts", json=payload(QUESTION, EXTRAS, session="support-43"), headers=auth(token)
+    )
+    second = str(other.json()["id"])
+    await slack_app.wait_for("chat.postMessage", 2)
+    await until_async(lambda: ChatMessage.objects.filter(prompt_id=second, state="sent").first())
+
+    await message("Staging\nChangelog", event_id="Ev2", thread_ts="1700000000.000002")
+
+    assert (await prompt_of(first)).is_pending
+    assert (await prompt_of(second)).result["answers"] == {
+        "answers": {"deploy_target": ["Staging"], "extras": ["Changelog"]}
+    }
+
+
+@e2e
+async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_app_says_what_is_missing(slack_app, linked, token):
+    prompt_id = await create(token, QUESTION, EXTRAS)
+    await slack_app.wait_for("chat.postMessage")
+    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+
+    await message("extras: Docs", event_id="Ev3", thread_ts="1700000000.000001")
+
+    [said] = slack_app.replies()
+    assert said.body["thread_ts"] == "1700000000.000001"
+    assert said.body["text"].startswith("Your reply did not answer 1. Deploy.")
+    assert (await prompt_of(prompt_id)).is_pending
+
+
+@e2e
+async def test_a_strangers_tap_is_refused_and_changes_nothing(slack_app, linked, token):
+    prompt_id = await create(token)
+    await slack_app.wait_for("chat.postMessage")
+
+    response = await tap(f"o:{prompt_id.replace('-', '')}:0", user=BOB, channel="D0BOB")
+
+    assert response.status_code == 200
+    [notice] = slack_app.calls("chat.postEphemeral")
+    assert notice.body == {"channel": "D0BOB", "user": BOB, "text": "This question is not yours."}
+    assert (await prompt_of(prompt_id)).is_pending
+
+
+@e2e
+async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(slack_app, linked, token, owner):
+    prompt_id = await create(token)
+    await slack_app.wait_for("chat.postMessage")
+    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    await database_call(services.answer)(
+        await prompt_of(prompt_id), {"deploy_target": "Staging (Recommended)"}, by=owner, surface="web"
+    )
+    [edit] = await slack_app.wait_for("chat.update")
+    assert edit.body["blocks"][-2] == section("Answered: Staging (Recommended) — by alice on the web")
+
+    await tap(f"o:{prompt_id.replace('-', '')}:1")
+
+    [notice] = slack_app.calls("chat.postEphemeral")
+    assert (notice.body["channel"], notice.body["user"]) == (DM, ALICE)
+    assert notice.body["text"].startswith("This prompt was already answered on the web by alice at ")
+    prompt = await prompt_of(prompt_id)
+    assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+
+
+@e2e
+async def test_a_replayed_event_is_handled_once(slack_app, linked, token):
+    prompt_id = await create(token, QUESTION, EXTRAS)
+    await slack_app.wait_for("chat.postMessage")
+
+    first = await message("Production\nDocs", event_id="Ev9")
+    again = await message(
+        "Production\nDocs", event_id="Ev9", **{"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+    )
+
+    assert first.status_code == again.status_code == 200
+    assert len(slack_app.replies()) == 1
+    prompt = await prompt_of(prompt_id)
+    assert await database_call(prompt.events.filter(kind="answered").count)() == 1
+
+
+@e2e
+async def test_a_replayed_tap_is_handled_once(slack_app, linked, token):
+    prompt_id = await create(token)
+    await slack_app.wait_for("chat.postMessage")
+    payload = {
+        "type": "block_actions",
+        "trigger_id": "trig-same",
+        "user": {"id": BOB, "username": "bob"},
+        "channel": {"id": "D0BOB"},
+        "actions": [{"action_id": "x", "type": "button", "value": f"s:{prompt_id.replace('-', '')}"}],
+    }
+
+    await interact(payload)
+    await interact(payload)
+
+    assert len(slack_app.calls("chat.postEphemeral")) == 1
+
+
+@e2e
+@pytest.mark.parametrize(
+    "forged",
+    [{"secret": "not-the-signing-secret"}, {"X-Slack-Signature": "v0=" + "0" * 64}, {"X-Slack-Signature": ""}],
+    ids=["other-secret", "forged-signature", "unsigned"],
+)
+async def test_a_badly_signed_tap_is_refused_and_changes_nothing(slack_app, linked, token, forged):
+    prompt_id = await create(token)
+    await slack_app.wait_for("chat.postMessage")
+
+    response = await tap(f"s:{prompt_id.replace('-', '')}", **forged)
+
+    assert response.status_code == 401
+    assert (await prompt_of(prompt_id)).is_pending
+    assert not await database_call(SeenEvent.objects.exists)()
+    assert slack_app.calls("chat.postEphemeral") == []
+
+
+@e2e
+async def test_slack_down_for_a_while_loses_nothing_and_the_edit_follows_the_send(slack_app, linked, token):
+    slack_app.fake.down(503)
+    prompt_id = await create(token)
+    await slack_app.wait_for("chat.postMessage", 2)  # tried, refused, tried again
+    slack_app.fake.up()
+    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    assert row.ref["channel"] == DM
+
+    slack_app.fake.down(429)
+    waiting = wait(token, prompt_id)
+    await tap(f"o:{prompt_id.replace('-', '')}:0")
+    result = (await asyncio.wait_for(waiting, DEADLINE)).json()
+    assert result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+    await slack_app.wait_for("chat.update", 2)
+    slack_app.fake.up()
+
+    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="closed").first())
+    tries = await database_call(lambda: list(ChatAttempt.objects.order_by("id").values_list("action", "ok")))()
+    sends = [ok for action, ok in tries if action == "send"]
+    edits = [ok for action, ok in tries if action == "edit"]
+    assert sends[-1] and not any(sends[:-1]) and len(sends) >= 2
+    assert edits[-1] and not any(edits[:-1]) and len(edits) >= 2
+    last = slack_app.calls("chat.update")[-1]
+    assert last.body["blocks"] == closed_of(prompt_id, "Answered: Staging (Recommended) — by alice on Slack")
+    posted_cards = [c for c in slack_app.calls("chat.postMessage") if "blocks" in c.body]
+    assert all(c.body["blocks"] == card_of(prompt_id) for c in posted_cards)
+
+
+@e2e
+async def test_a_code_sent_in_the_dm_links_and_the_next_prompt_arrives_there(slack_app, owner, token):
+    code = await database_call(core.new_code)(owner, "slack")
+
+    await message(code, event_id="EvL")
+
+    [said] = slack_app.replies()
+    assert said.body == {"channel": DM, "text": "Linked to askuser as alice: questions for you will arrive here."}
+    link = await database_call(ChatLink.objects.get)(channel="slack", external_id=ALICE)
+    assert (link.user_id, link.chat_id) == (owner.pk, DM)
+    prompt_id = await create(token)
+    [_said, card] = await slack_app.wait_for("chat.postMessage", 2)
+    assert card.body["channel"] == DM and card.body["blocks"] == card_of(prompt_id)
+
+
+@e2e
+async def test_the_slash_command_links_unlinks_and_cards_open_the_dm(slack_app, owner, token):
+    code = await database_call(core.new_code)(owner, "slack")
+    command = {"command": "/askuser", "user_id": ALICE, "user_name": "alice", "channel_id": "C0PUBLIC"}
+
+    answer = await to_slack(
+        "commands",
+        urllib.parse.urlencode({**command, "text": f"link {code}"}).encode(),
+        "application/x-www-form-urlencoded",
+    )
+
+    assert answer.json() == {
+        "response_type": "ephemeral",
+        "text": "Linked to askuser as alice: questions for you will arrive here.",
+    }
+    link = await database_call(ChatLink.objects.get)(channel="slack", external_id=ALICE)
+    assert link.chat_id == ALICE  # never the public channel the command was typed in
+    prompt_id = await create(token)
+    [card] = await slack_app.wait_for("chat.postMessage")
+    [opened] = slack_app.calls("conversations.open")
+    assert opened.body == {"users": ALICE}
+    assert card.body["channel"] == DM and card.body["blocks"] == card_of(prompt_id)
+
+    reused = await to_slack(
+        "commands",
+        urllib.parse.urlencode({**command, "text": f"link {code}"}).encode(),
+        "application/x-www-form-urlencoded",
+    )
+    assert reused.json()["text"] == "This code is not valid or has expired. Get a new one in askuser under Chat apps."
+    unlinked = await to_slack(
+        "commands", urllib.parse.urlencode({**command, "text": "unlink"}).encode(), "application/x-www-form-urlencoded"
+    )
+    assert unlinked.json()["text"] == "Unlinked: askuser will send no more questions here."
+    assert not await database_call(ChatLink.objects.filter(channel="slack").exists)()
+
+
+@e2e
+def test_socket_mode_runs_the_same_handlers_without_a_public_url(slack_app, linked, agent, socket_mode):
+    prompt = services.ask(agent, contract.parse_create(payload())).prompt
+    hexid = prompt.pk.hex
+    tap_payload = {
+        "type": "block_actions",
+        "trigger_id": "trig-socket",
+        "user": {"id": ALICE, "username": "alice"},
+        "channel": {"id": DM},
+        "actions": [{"action_id": f"o:{hexid}:1", "type": "button", "value": f"o:{hexid}:1"}],
+    }
+
+    socket_mode.push(
+        {"envelope_id": "env-tap", "type": "interactive", "accepts_response_payload": False, "payload": tap_payload}
+    )
+
+    assert socket_mode.ack("env-tap") == {"envelope_id": "env-tap"}
+    prompt.refresh_from_db()
+    assert (prompt.status, prompt.surface, prompt.resolved_by.username) == ("answered", "slack", "alice")
+    assert prompt.result["answers"] == {"answers": {"deploy_target": ["Production"]}}

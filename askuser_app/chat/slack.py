@@ -51,6 +51,7 @@ from slack_sdk.socket_mode.client import BaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
+from ..models import ChatMessage
 from ..textreply import TextQuestion
 from . import core
 from .base import Card, Closed, Permanent, Ref, Reply, Sender, Temporary
@@ -261,14 +262,23 @@ def _on_event(event: Mapping[str, Any], event_id: str) -> None:
     channel, thread = str(event.get("channel") or ""), event.get("thread_ts")
     sender = Sender(NAME, event["user"], chat_id=channel or event["user"])
     thread_ts = thread if isinstance(thread, str) else None
+    # A reply in a card's thread answers that card's prompt; anything else, the oldest pending.
     prompt_id = prompt_of_thread(channel, thread_ts) if thread_ts else None
     reply = core.reply(sender, from_mrkdwn(str(event.get("text") or "")), prompt_id=prompt_id)
     _say(channel, reply.text, thread_ts=thread_ts)
 
 
 def prompt_of_thread(channel: str, ts: str) -> uuid.UUID | None:
-    """The prompt whose card started the thread ``ts``, if this app sent it."""
-    return None
+    """The prompt whose card started the thread ``ts`` in ``channel``.
+
+    (``core.prompt_of`` cannot be asked for a ref field named ``channel``: its
+    own first parameter has that name.)"""
+    return (
+        ChatMessage.objects.filter(channel=NAME, ref__channel=channel, ref__ts=ts)
+        .order_by("-id")
+        .values_list("prompt_id", flat=True)
+        .first()
+    )
 
 
 def on_interaction(payload: Mapping[str, Any]) -> dict[str, Any] | None:
