@@ -18,9 +18,11 @@ import time
 import urllib.parse
 import uuid
 from datetime import UTC, datetime
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from askuser_app import contract, services
@@ -1015,3 +1017,13 @@ def test_socket_mode_runs_the_same_handlers_without_a_public_url(slack_app, link
     prompt.refresh_from_db()
     assert (prompt.status, prompt.surface, prompt.resolved_by.username) == ("answered", "slack", "alice")
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Production"]}}
+
+
+def test_chat_poll_says_what_socket_mode_lacks(slack_settings, fake_api: FakeAPI):  # noqa: F811
+    slack_settings.SLACK_APP_TOKEN = ""
+    with pytest.raises(CommandError, match="SLACK_APP_TOKEN is not set"):
+        call_command("chat_poll", "slack", stdout=StringIO())
+    slack_settings.SLACK_APP_TOKEN = "xapp-revoked"
+    fake_api.route("POST", "/api/apps.connections.open", lambda call: (200, {"ok": False, "error": "invalid_auth"}))
+    with pytest.raises(CommandError, match="Slack did not open a Socket Mode connection: invalid_auth"):
+        call_command("chat_poll", "slack", stdout=StringIO())

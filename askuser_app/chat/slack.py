@@ -575,12 +575,16 @@ class SlackAdapter:
         """Socket Mode until cancelled: Slack pushes the same requests over a socket we open."""
         token = _setting("SLACK_APP_TOKEN")
         if not token:
-            raise Permanent("SLACK_APP_TOKEN is not set: Socket Mode needs an app-level token.")
+            raise RuntimeError("SLACK_APP_TOKEN is not set: Socket Mode needs an app-level token (xapp-…).")
         socket = SocketModeClient(app_token=token, web_client=web_client())
         socket.socket_mode_request_listeners.append(on_socket_request)
         try:
-            await asyncio.to_thread(socket.connect)
-            await asyncio.Event().wait()  # the SDK's threads do the work
+            try:
+                await asyncio.to_thread(socket.connect)
+            except SlackApiError as refused:  # apps.connections.open: a wrong token, Socket Mode off
+                error = refused.response.get("error") or refused.response.status_code
+                raise RuntimeError(f"Slack did not open a Socket Mode connection: {error}.") from refused
+            await asyncio.Event().wait()  # the SDK's threads do the work; a lost socket reconnects by itself
         finally:
             await asyncio.to_thread(socket.close)
 
