@@ -29,7 +29,7 @@ from askuser_app import contract, services
 from askuser_app.asyncdb import database_call
 from askuser_app.chat import core, slack
 from askuser_app.chat.base import Action, Button, Card, Closed, Permanent, Temporary
-from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, Prompt, SeenEvent
+from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
 from askuser_app.textreply import TextQuestion
 
 from .chatfake import Call, FakeAPI, fake_api  # noqa: F401  (the fixture)
@@ -1027,3 +1027,18 @@ def test_chat_poll_says_what_socket_mode_lacks(slack_settings, fake_api: FakeAPI
     fake_api.route("POST", "/api/apps.connections.open", lambda call: (200, {"ok": False, "error": "invalid_auth"}))
     with pytest.raises(CommandError, match="Slack did not open a Socket Mode connection: invalid_auth"):
         call_command("chat_poll", "slack", stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_the_settings_page_gives_a_slack_code_with_the_step_to_take(slack_settings, owner):
+    browser = Client()
+    browser.force_login(owner)
+
+    response = browser.post("/settings/chat/", {"channel": "slack", "action": "code"})
+
+    code = LinkCode.objects.get(user=owner, channel="slack").code
+    assert response.status_code == 200
+    assert (
+        f"Send the code {code} to the askuser app in a direct message, or type /askuser link {code}."
+        in response.content.decode()
+    )
