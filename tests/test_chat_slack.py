@@ -1042,3 +1042,34 @@ def test_the_settings_page_gives_a_slack_code_with_the_step_to_take(slack_settin
         f"Send the code {code} to the askuser app in a direct message, or type /askuser link {code}."
         in response.content.decode()
     )
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"type": "block_actions", "user": {"id": "U1"}, "actions": 5},
+        {"type": "block_actions", "user": {"id": "U1"}, "actions": ["o:1"]},
+        {"type": "block_actions", "actions": [{"value": "s:" + "0" * 32}]},
+        {"type": "view_submission", "user": {"id": "U1"}, "view": {"callback_id": "askuser_own_words"}},
+        {"type": "view_submission", "user": {"id": "U1"}, "view": {"callback_id": "someone_elses"}},
+        {"type": "shortcut", "user": {"id": "U1"}, "callback_id": "x"},
+    ],
+    ids=["actions-not-a-list", "action-not-an-object", "no-user", "view-without-state", "other-view", "shortcut"],
+)
+def test_odd_interactions_are_acknowledged_and_do_nothing(slack_settings, fake_api: FakeAPI, payload):  # noqa: F811
+    response = post_interaction(payload)
+    assert (response.status_code, response.content) == (200, b"")
+    assert fake_api.calls == []
+
+
+@e2e
+async def test_an_agents_cancel_rewrites_the_message(slack_app, linked, token):
+    prompt_id = await create(token)
+    await slack_app.wait_for("chat.postMessage")
+    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+
+    cancelled = await asgi_request("POST", f"/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
+
+    assert cancelled.status_code == 200
+    [edit] = await slack_app.wait_for("chat.update")
+    assert edit.body["blocks"] == closed_of(prompt_id, "Cancelled by the agent")

@@ -256,7 +256,10 @@ def _on_event(event: Mapping[str, Any], event_id: str) -> None:
         return
     if event.get("subtype") or event.get("bot_id") or not isinstance(event.get("user"), str):
         return
-    if not event_id or core.seen(NAME, event_id):
+    if not event_id:
+        log.info("Slack: ignored a message event without an event_id.")
+        return
+    if core.seen(NAME, event_id):
         log.info("Slack: event %r was handled before (a retry); nothing done.", event_id)
         return
     channel, thread = str(event.get("channel") or ""), event.get("thread_ts")
@@ -305,7 +308,8 @@ def _on_actions(payload: Mapping[str, Any], user: Mapping[str, Any]) -> None:
     channel = _channel_of(payload)
     chat_id = channel if channel.startswith("D") else user["id"]
     sender = Sender(NAME, user["id"], chat_id=chat_id, handle=str(user.get("username") or ""))
-    for action in payload.get("actions") or []:
+    actions = payload.get("actions")
+    for action in actions if isinstance(actions, list) else []:
         value = action.get("value") if isinstance(action, dict) else None
         if not isinstance(value, str) or action.get("action_id") == OPEN_ACTION:
             continue  # the link button, or nothing of ours
