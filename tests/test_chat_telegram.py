@@ -22,7 +22,7 @@ from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Pro
 
 from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
 from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
-from .test_client import until, until_async
+from .test_client import until_async
 
 TOKEN = "123456:TEST-token"
 SECRET = "s3cret-webhook-token"
@@ -198,14 +198,14 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
         f"• Production\n\nAnswered: Production — by alice on Telegram\nOpen in askuser: https://askuser.example.com/p/{prompt_id}/"
     )
     assert "parse_mode" not in edit.body
-    await asyncio.to_thread(lambda: outbox_settles(prompt_id))
+    await outbox_settles(prompt_id)
     assert [r.state for r in await rows(prompt_id)] == ["closed"]
 
 
-def outbox_settles(prompt_id: str) -> None:
-    until(
-        lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"]).count() == 0
-    )
+async def outbox_settles(prompt_id: str) -> None:
+    """Until the prompt's messages are all closed, failed or dropped."""
+    live = ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"])
+    await until_async(lambda: None if live.exists() else True)
 
 
 async def test_other_asks_with_force_reply_and_the_reply_is_the_free_text_answer(telegram, linked, token):
@@ -352,7 +352,7 @@ async def test_the_api_down_for_a_while_loses_nothing_and_the_edit_follows_the_s
     assert sent[-1].body["text"].startswith("Deploy\n")  # the pending message went out once it could…
     assert edit.body["message_id"] == "500"  # …and its edit came after, to that message
     assert telegram.fake.calls.index(edit) > telegram.fake.calls.index(sent[-1])
-    await asyncio.to_thread(lambda: outbox_settles(prompt_id))
+    await outbox_settles(prompt_id)
     tries = await database_call(lambda: list(ChatAttempt.objects.values_list("action", "ok", "error")))()
     assert [t[:2] for t in tries][-2:] == [("send", True), ("edit", True)]
     assert all(not ok and "Telegram could not be reached" in error for _, ok, error in tries[:-2])
@@ -367,7 +367,7 @@ async def test_a_send_refused_for_good_is_failed_and_shown_on_the_page(telegram,
     )
     prompt_id = await create(token)
     await telegram.wait_for("sendMessage")
-    await asyncio.to_thread(lambda: outbox_settles(prompt_id))
+    await outbox_settles(prompt_id)
 
     [row] = await rows(prompt_id)
     assert (row.state, row.attempts) == ("failed", 1)
@@ -378,7 +378,7 @@ async def test_a_send_refused_for_good_is_failed_and_shown_on_the_page(telegram,
         browser.force_login(owner)
         return browser.get("/s/support-42/").content.decode()
 
-    assert "This question could not be sent to Telegram" in await asyncio.to_thread(page)
+    assert "This question could not be sent to Telegram" in await database_call(page)()
 
 
 async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegram, linked, agent):

@@ -9,6 +9,7 @@ is told the question is not theirs, and nothing changes.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import secrets
@@ -44,6 +45,12 @@ SEEN_KEPT = timedelta(days=1)  # platforms retry within minutes; a day is plenty
 
 def installed() -> dict[str, Adapter]:
     """Every adapter module present, configured or not, in ``CHANNELS`` order."""
+    return dict(_installed())
+
+
+@functools.cache
+def _installed() -> dict[str, Adapter]:
+    # Once per process: every create and resolution asks which channels are on.
     found = {}
     for name in CHANNELS:
         try:

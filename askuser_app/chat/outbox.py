@@ -163,6 +163,9 @@ def claim_due(limit: int) -> list[Claimed]:
             mine.update(state=ChatMessage.State.FAILED, last_error=f"{row.channel} is not configured on this server")
         elif row.state == ChatMessage.State.TO_SEND and row.link_id is None:
             mine.update(state=ChatMessage.State.DROPPED, last_error="unlinked before it was sent")
+        elif row.state == ChatMessage.State.TO_SEND and not row.prompt.is_pending:
+            # Resolved where no chat app was set up, so its rows were not marked: never send it as pending.
+            mine.update(state=ChatMessage.State.DROPPED, last_error="resolved before it was sent")
         elif mine.update(attempts=row.attempts + 1, next_attempt_at=now + LEASE):
             claimed.append(_claimed(row, card, closed))
     return claimed
