@@ -624,10 +624,14 @@ async def tap(data: str, *, user: str = ALICE, channel: str = DM, ts: str = "170
     )
 
 
-async def message(text: str, *, event_id: str, thread_ts: str | None = None, user: str = ALICE, **headers: str):
+async def message(
+    text: str, *, event_id: str, thread_ts: str | None = None, user: str = ALICE, subtype: str = "", **headers: str
+):
     event = {"type": "message", "channel_type": "im", "channel": DM, "user": user, "text": text, "ts": "1800.1"}
     if thread_ts:
         event["thread_ts"] = thread_ts
+    if subtype:
+        event["subtype"] = subtype
     body = json.dumps({"type": "event_callback", "event_id": event_id, "event": event}).encode()
     return await to_slack("events", body, "application/json", **headers)
 
@@ -810,7 +814,8 @@ async def test_a_reply_in_the_thread_answers_that_prompt_not_the_oldest(slack_ap
     await slack_app.wait_for("chat.postMessage", 2)
     await until_async(lambda: ChatMessage.objects.filter(prompt_id=second, state="sent").first())
 
-    await message("Staging\nChangelog", event_id="Ev2", thread_ts="1700000000.000002")
+    # "Also send to direct message" makes it a thread_broadcast: still her reply.
+    await message("Staging\nChangelog", event_id="Ev2", thread_ts="1700000000.000002", subtype="thread_broadcast")
 
     assert (await prompt_of(first)).is_pending
     assert (await prompt_of(second)).result["answers"] == {

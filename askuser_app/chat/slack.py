@@ -250,11 +250,14 @@ def on_events(body: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _on_event(event: Mapping[str, Any], event_id: str) -> None:
     # Only what a person typed in the app's DM: not the bot's own messages
-    # (it hears itself), not edits, deletions or file shares (subtypes).
+    # (it hears itself), not edits, deletions or file shares (subtypes); a
+    # thread reply also sent to the DM is still the person's reply.
     if event.get("type") != "message" or event.get("channel_type") != "im":
         log.info("Slack: ignored a %r event.", event.get("type"))
         return
-    if event.get("subtype") or event.get("bot_id") or not isinstance(event.get("user"), str):
+    if event.get("subtype") not in (None, "thread_broadcast") or event.get("bot_id"):
+        return
+    if not isinstance(event.get("user"), str):
         return
     if not event_id:
         log.info("Slack: ignored a message event without an event_id.")
