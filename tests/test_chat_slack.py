@@ -214,6 +214,8 @@ def test_it_is_off_until_the_bot_token_and_signing_secret_are_set(settings):
     assert not slack.adapter.configured()
     settings.SLACK_BOT_TOKEN = "xoxb-test"
     assert slack.adapter.configured()
+    settings.SLACK_SIGNING_SECRET = "   "
+    assert not slack.adapter.configured()
 
 
 # --- outbound through the SDK ----------------------------------------------------------

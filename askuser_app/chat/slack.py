@@ -88,7 +88,8 @@ TEMPORARY_ERRORS = frozenset(
 
 
 def _setting(name: str) -> str:
-    return str(getattr(settings, name, "") or "")
+    # Stripped: a secret of spaces is no secret (and SignatureVerifier refuses one).
+    return str(getattr(settings, name, "") or "").strip()
 
 
 def api_url() -> str:
