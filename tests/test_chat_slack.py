@@ -1016,6 +1016,24 @@ def test_socket_mode_runs_the_same_handlers_without_a_public_url(slack_app, link
         "actions": [{"action_id": f"o:{hexid}:1", "type": "button", "value": f"o:{hexid}:1"}],
     }
 
+    empty = {"values": {"own_words": {"text": {"type": "plain_text_input", "value": ""}}}}
+    submitted = {
+        "type": "view_submission",
+        "trigger_id": "trig-view",
+        "user": {"id": ALICE, "username": "alice"},
+        "view": {"callback_id": "askuser_own_words", "private_metadata": hexid, "state": empty},
+    }
+    socket_mode.push(
+        {"envelope_id": "env-view", "type": "interactive", "accepts_response_payload": True, "payload": submitted}
+    )
+    assert socket_mode.ack("env-view") == {  # a modal's errors travel in the acknowledgement
+        "envelope_id": "env-view",
+        "payload": {
+            "response_action": "errors",
+            "errors": {"own_words": "Your answer was empty; type your own answer, or tap an option."},
+        },
+    }
+
     socket_mode.push(
         {"envelope_id": "env-tap", "type": "interactive", "accepts_response_payload": False, "payload": tap_payload}
     )
