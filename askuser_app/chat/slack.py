@@ -346,7 +346,7 @@ def _on_submission(payload: Mapping[str, Any], user: Mapping[str, Any]) -> dict[
     sender = Sender(NAME, user["id"], chat_id=user["id"], handle=str(user.get("username") or ""))
     reply = core.own_words(sender, prompt_id, str(text))
     if reply.recorded:
-        return None  # an empty answer closes the modal
+        return None  # an empty acknowledgement closes the modal
     return {"response_action": "errors", "errors": {OWN_WORDS_BLOCK: _cut(reply.text, LABEL_CHARS)}}
 
 
