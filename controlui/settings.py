@@ -272,6 +272,7 @@ ASKUSER_PUBLIC_URL = env_str("ASKUSER_PUBLIC_URL", "http://127.0.0.1:8765").rstr
 # Chat sends and edits: tries per step, the first retry's delay in seconds (doubling after).
 ASKUSER_CHAT_ATTEMPTS = env_int("ASKUSER_CHAT_ATTEMPTS", 8)
 ASKUSER_CHAT_RETRY_BASE = float(env_str("ASKUSER_CHAT_RETRY_BASE") or 2)
+ASKUSER_CHAT_TIMEOUT = float(env_str("ASKUSER_CHAT_TIMEOUT") or 30)  # seconds one send or edit may take
 
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ASKUSER_MAX_BODY

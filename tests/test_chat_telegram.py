@@ -9,6 +9,7 @@ import threading
 from datetime import timedelta
 from io import StringIO
 
+import httpx
 import pytest
 from django.core.management import call_command
 from django.test import Client
@@ -22,7 +23,8 @@ from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Pro
 
 from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
 from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
-from .test_client import until_async
+from .servers import DaphneServer
+from .test_client import until, until_async
 
 TOKEN = "123456:TEST-token"
 SECRET = "s3cret-webhook-token"
@@ -227,6 +229,7 @@ async def test_other_asks_with_force_reply_and_the_reply_is_the_free_text_answer
     assert result["details"]["deploy_target"]["free_text"] == "2" and result["surface"] == "telegram"
     [edit] = await telegram.wait_for("editMessageText")
     assert "Answered: own answer — by alice on Telegram" in edit.body["text"]
+    await outbox_settles(prompt_id)
 
 
 async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token):
@@ -245,6 +248,7 @@ async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token)
     )
     [edit] = await telegram.wait_for("editMessageText")
     assert "Skipped on Telegram by alice" in edit.body["text"]
+    await outbox_settles(prompt_id)
 
 
 async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(telegram, linked, token):
@@ -264,6 +268,7 @@ async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(teleg
     [edit] = await telegram.wait_for("editMessageText")
     assert "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Telegram" in edit.body["text"]
     assert "Reply with" not in edit.body["text"]
+    await outbox_settles(prompt_id)
 
 
 async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_bot_says_what_is_missing(telegram, linked, token):
@@ -306,6 +311,7 @@ async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(telegram, link
     assert notice.body["text"].startswith("This prompt was already answered on the web by alice at ")
     prompt = await prompt_of(prompt_id)
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+    await outbox_settles(prompt_id)
 
 
 async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_user):
@@ -319,6 +325,7 @@ async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_
     assert len(telegram.calls("answerCallbackQuery")) == 1
     prompt = await prompt_of(prompt_id)
     assert await database_call(prompt.events.filter(kind="skipped").count)() == 1
+    await outbox_settles(prompt_id)
 
 
 @pytest.mark.parametrize("secret", ["", "wrong", SECRET + "x"])
@@ -391,6 +398,7 @@ async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegr
 
     [sent] = await telegram.wait_for("sendMessage")
     assert sent.body["chat_id"] == str(CHAT)
+    await until_async(lambda: ChatMessage.objects.filter(prompt=prompt.prompt, state="sent").first())
 
 
 # --- linking -------------------------------------------------------------------------------------
@@ -539,3 +547,32 @@ async def test_polling_reads_updates_without_a_public_url(telegram, linked, toke
     assert notice.body["text"] == "Skipped on Telegram by alice"
     assert then.body["offset"] == "12" and first.body.get("timeout") == "25"
     assert (await prompt_of(prompt_id)).reason == "skipped"
+    await outbox_settles(prompt_id)
+
+
+@pytest.mark.live
+def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, fake_api, linked, token):  # noqa: F811
+    telegram = Telegram(fake_api)
+    env = {**server_env, "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_WEBHOOK_SECRET": SECRET}
+    env |= {"TELEGRAM_API_URL": fake_api.url, "ASKUSER_CHAT_TIMEOUT": "1"}
+    telegram.hold.clear()  # the first send is held in flight…
+    first = DaphneServer(env).start()
+    try:
+        created = httpx.post(f"{first.url}/api/v1/prompts", json=payload(), headers=auth(token))
+        assert telegram.held.wait(DEADLINE)
+        first.kill()  # …when its server dies
+        telegram.hold.set()
+        second = DaphneServer(env, port=first.port).start()  # its first request starts its loops
+        try:
+            sent = fake_api.wait_for(Telegram.path("sendMessage"), 2, timeout=DEADLINE)
+            prompt_id = created.json()["id"]
+            until(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").exists())
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+
+    assert sent[-1].body["text"].startswith("Deploy\n") and sent[-1].body["chat_id"] == str(CHAT)
+    [message] = ChatMessage.objects.filter(prompt_id=prompt_id)
+    assert message.ref == {"chat_id": CHAT, "message_id": 501}  # the send that landed: the held one never did
+    assert [(t.action, t.ok) for t in message.tries.all()] == [("send", True)]  # the dead process recorded none

@@ -45,11 +45,21 @@ log = logging.getLogger("askuser")
 
 RECHECK = 5.0  # rows recorded by other processes are seen within this
 CONCURRENCY = 8  # tries in flight per process
-TIMEOUT = 30.0  # seconds one send or edit may take
-LEASE = timedelta(seconds=TIMEOUT + 30)
 BACKOFF_CAP = 600.0
 PRUNE_EVERY = 3600.0
 LIVE = ("to_send", "to_edit")
+
+
+def timeout() -> float:
+    """Seconds one send or edit may take."""
+    seconds: float = settings.ASKUSER_CHAT_TIMEOUT
+    return seconds
+
+
+def lease() -> timedelta:
+    """How long a claimed try keeps its row from every other process: twice its timeout, so
+    that only a process that died mid-try ever lets it run out."""
+    return timedelta(seconds=2 * timeout())
 
 
 def retry_delay(number: int, retry_after: float | None = None) -> float:
@@ -123,6 +133,9 @@ _pruned_at = 0.0
 
 
 async def _turn() -> datetime | None:
+    # Only this event loop's tries count: a loop closed with tries pending left them behind.
+    running = asyncio.get_running_loop()
+    _trying.difference_update([t for t in _trying if t.done() or t.get_loop() is not running])
     for claimed in await database_call(claim_due)(CONCURRENCY - len(_trying)):
         task = asyncio.ensure_future(_try(claimed))
         _trying.add(task)
@@ -166,7 +179,7 @@ def claim_due(limit: int) -> list[Claimed]:
         elif row.state == ChatMessage.State.TO_SEND and not row.prompt.is_pending:
             # Resolved where no chat app was set up, so its rows were not marked: never send it as pending.
             mine.update(state=ChatMessage.State.DROPPED, last_error="resolved before it was sent")
-        elif mine.update(attempts=row.attempts + 1, next_attempt_at=now + LEASE):
+        elif mine.update(attempts=row.attempts + 1, next_attempt_at=now + lease()):
             claimed.append(_claimed(row, card, closed))
     return claimed
 
@@ -213,17 +226,17 @@ async def attempt(claimed: Claimed) -> Outcome:
     try:
         if claimed.action == "send":
             assert claimed.card is not None
-            ref = await asyncio.wait_for(adapter.send(claimed.chat_id, claimed.card), TIMEOUT)
+            ref = await asyncio.wait_for(adapter.send(claimed.chat_id, claimed.card), timeout())
             return Outcome(True, dict(ref))
         assert claimed.closed is not None
-        await asyncio.wait_for(adapter.edit(claimed.ref, claimed.closed), TIMEOUT)
+        await asyncio.wait_for(adapter.edit(claimed.ref, claimed.closed), timeout())
         return Outcome(True)
     except Temporary as failed:
         return Outcome(False, error=str(failed) or type(failed).__name__, retry_after=failed.retry_after)
     except Permanent as refused:
         return Outcome(False, error=str(refused) or type(refused).__name__, final=True)
     except TimeoutError:
-        return Outcome(False, error=f"no answer within {TIMEOUT:.0f} s")
+        return Outcome(False, error=f"no answer within {timeout():g} s")
     except Exception as exc:  # an adapter's bug must not stop the loop; retried, and visible in the admin
         log.exception("The %s adapter failed on chat message %s.", claimed.channel, claimed.message_id)
         return Outcome(False, error=f"{type(exc).__name__}: {exc}")

@@ -105,10 +105,11 @@ class TelegramAdapter:
         return bool(settings.TELEGRAM_BOT_TOKEN)
 
     @contextlib.asynccontextmanager
-    async def bot(self) -> AsyncIterator[telegram.Bot]:
-        """A Bot on the configured API, its HTTP clients closed afterwards."""
+    async def bot(self, *, polling: bool = False) -> AsyncIterator[telegram.Bot]:
+        """A Bot on the configured API, its HTTP clients closed afterwards (a second one,
+        with a longer read timeout, for ``getUpdates`` when ``polling``)."""
         requests = HTTPXRequest(connection_pool_size=4, read_timeout=20.0)
-        updates = HTTPXRequest(connection_pool_size=1, read_timeout=POLL_SECONDS + 10.0)
+        updates = HTTPXRequest(connection_pool_size=1, read_timeout=POLL_SECONDS + 10.0) if polling else requests
         bot = telegram.Bot(
             settings.TELEGRAM_BOT_TOKEN,
             base_url=f"{settings.TELEGRAM_API_URL}/bot",
@@ -119,7 +120,7 @@ class TelegramAdapter:
             yield bot
         finally:
             await requests.shutdown()
-            await updates.shutdown()
+            await updates.shutdown()  # the same client again unless polling: a no-op
 
     # --- outbound ---------------------------------------------------------------------
 
@@ -246,7 +247,7 @@ class TelegramAdapter:
         """Long-poll getUpdates until cancelled (``manage.py chat_poll telegram``)."""
         offset: int | None = None
         pause = 1.0
-        async with self.bot() as bot:
+        async with self.bot(polling=True) as bot:
             while True:
                 try:
                     updates = await bot.get_updates(
