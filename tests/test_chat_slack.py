@@ -665,6 +665,13 @@ def closed_of(prompt_id: str, outcome: str) -> list[dict[str, Any]]:
     ]
 
 
+async def outbox_settles(prompt_id: str) -> None:
+    """Until no send or edit of the prompt is left to make (a resolution marks sent messages
+    for their edit in its own transaction): no try outlives its test."""
+    live = ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit"])
+    await until_async(lambda: None if live.exists() else True)
+
+
 @database_call
 def prompt_of(prompt_id: str) -> Prompt:
     return Prompt.objects.get(pk=prompt_id)
@@ -709,6 +716,7 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
         "blocks": closed_of(prompt_id, "Answered: Production — by alice on Slack"),
     }
     assert slack_app.calls("chat.postEphemeral") == []  # the rewritten message says it all
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -753,6 +761,7 @@ async def test_other_opens_a_modal_whose_text_is_the_free_text_answer(slack_app,
     )
     [edit] = await slack_app.wait_for("chat.update")
     assert edit.body["blocks"][-2] == section("Answered: own answer — by alice on Slack")  # own words stay private
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -767,6 +776,7 @@ async def test_skip_skips_and_the_agent_hears_no_answer(slack_app, linked, token
     assert picked(result) == {"status": "no_answer", "reason": "skipped", "surface": "slack", "resolved_by": "alice"}
     [edit] = await slack_app.wait_for("chat.update")
     assert edit.body["blocks"] == closed_of(prompt_id, "Skipped on Slack by alice")
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -803,6 +813,7 @@ async def test_a_multi_question_prompt_is_text_answered_by_a_reply_in_its_thread
         "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Slack"
     )
     assert "Reply with" not in json.dumps(edit.body["blocks"])
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -837,6 +848,7 @@ async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_app_says_wh
     assert said.body["thread_ts"] == "1700000000.000001"
     assert said.body["text"].startswith("Your reply did not answer 1. Deploy.")
     assert (await prompt_of(prompt_id)).is_pending
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -850,6 +862,7 @@ async def test_a_strangers_tap_is_refused_and_changes_nothing(slack_app, linked,
     [notice] = slack_app.calls("chat.postEphemeral")
     assert notice.body == {"channel": "D0BOB", "user": BOB, "text": "This question is not yours."}
     assert (await prompt_of(prompt_id)).is_pending
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -870,6 +883,7 @@ async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(slack_app, lin
     assert notice.body["text"].startswith("This prompt was already answered on the web by alice at ")
     prompt = await prompt_of(prompt_id)
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -886,6 +900,7 @@ async def test_a_replayed_event_is_handled_once(slack_app, linked, token):
     assert len(slack_app.replies()) == 1
     prompt = await prompt_of(prompt_id)
     assert await database_call(prompt.events.filter(kind="answered").count)() == 1
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -904,6 +919,7 @@ async def test_a_replayed_tap_is_handled_once(slack_app, linked, token):
     await interact(payload)
 
     assert len(slack_app.calls("chat.postEphemeral")) == 1
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -922,6 +938,7 @@ async def test_a_badly_signed_tap_is_refused_and_changes_nothing(slack_app, link
     assert (await prompt_of(prompt_id)).is_pending
     assert not await database_call(SeenEvent.objects.exists)()
     assert slack_app.calls("chat.postEphemeral") == []
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -966,6 +983,7 @@ async def test_a_code_sent_in_the_dm_links_and_the_next_prompt_arrives_there(sla
     prompt_id = await create(token)
     [_said, card] = await slack_app.wait_for("chat.postMessage", 2)
     assert card.body["channel"] == DM and card.body["blocks"] == card_of(prompt_id)
+    await outbox_settles(prompt_id)
 
 
 @e2e
@@ -990,6 +1008,7 @@ async def test_the_slash_command_links_unlinks_and_cards_open_the_dm(slack_app, 
     [opened] = slack_app.calls("conversations.open")
     assert opened.body == {"users": ALICE}
     assert card.body["channel"] == DM and card.body["blocks"] == card_of(prompt_id)
+    await outbox_settles(prompt_id)
 
     reused = await to_slack(
         "commands",
@@ -1098,3 +1117,4 @@ async def test_an_agents_cancel_rewrites_the_message(slack_app, linked, token):
     assert cancelled.status_code == 200
     [edit] = await slack_app.wait_for("chat.update")
     assert edit.body["blocks"] == closed_of(prompt_id, "Cancelled by the agent")
+    await outbox_settles(prompt_id)
