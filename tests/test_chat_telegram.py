@@ -91,9 +91,8 @@ def auth(token: str) -> dict[str, str]:
 
 
 async def create(token: str, *questions, session: str = "support-42") -> str:
-    response = await asgi_request(
-        "POST", "/api/v1/prompts", json=payload(*questions, session=session), headers=auth(token)
-    )
+    request = asgi_request("POST", "/api/v1/prompts", json=payload(*questions, session=session), headers=auth(token))
+    response = await asyncio.wait_for(request, DEADLINE)
     assert response.status_code == 201, response.content
     return response.json()["id"]
 
@@ -105,7 +104,8 @@ def wait(token: str, prompt_id: str) -> asyncio.Future:
 async def post_update(update: dict, *, secret: str = SECRET, raw: bytes | None = None):
     body = raw if raw is not None else json.dumps(update).encode()
     headers = {SECRET_HEADER: secret, "Content-Type": "application/json"}
-    return await asgi_request("POST", "/chat/telegram/webhook", content=body, headers=headers)
+    request = asgi_request("POST", "/chat/telegram/webhook", content=body, headers=headers)
+    return await asyncio.wait_for(request, DEADLINE)  # a stuck handler fails the test, never hangs it
 
 
 def user(user_id: int = CHAT, name: str = "alice") -> dict:
