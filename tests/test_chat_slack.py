@@ -589,7 +589,8 @@ def auth(token: str) -> dict[str, str]:
 
 
 async def create(token: str, *questions: dict[str, Any]) -> str:
-    response = await asgi_request("POST", "/api/v1/prompts", json=payload(*questions), headers=auth(token))
+    request = asgi_request("POST", "/api/v1/prompts", json=payload(*questions), headers=auth(token))
+    response = await asyncio.wait_for(request, DEADLINE)
     assert response.status_code == 201, response.content
     return str(response.json()["id"])
 
@@ -601,7 +602,8 @@ def wait(token: str, prompt_id: str) -> asyncio.Future[Any]:
 async def to_slack(endpoint: str, body: bytes, content_type: str, *, secret: str = SECRET, **headers: str) -> Any:
     signed = {k.removeprefix("HTTP_").replace("_", "-"): v for k, v in sign(body, secret=secret).items()}
     headers = {"Content-Type": content_type, **signed, **headers}
-    return await asgi_request("POST", f"/chat/slack/{endpoint}", content=body, headers=headers)
+    request = asgi_request("POST", f"/chat/slack/{endpoint}", content=body, headers=headers)
+    return await asyncio.wait_for(request, DEADLINE)  # a stuck handler fails the test, never hangs it
 
 
 triggers = itertools.count(1)
