@@ -145,6 +145,9 @@ HTTP_RULES = [
     # A chat app's endpoint answers only while the app is set up (tests/test_chat_*.py).
     ("chat/telegram/webhook", "POST", "/chat/telegram/webhook", {}, expect(404)),
     ("chat/discord/interactions", "POST", "/chat/discord/interactions", {}, expect(404)),
+    ("chat/slack/events", "POST", "/chat/slack/events", {}, expect(404)),
+    ("chat/slack/interactivity", "POST", "/chat/slack/interactivity", {}, expect(404)),
+    ("chat/slack/commands", "POST", "/chat/slack/commands", {}, expect(404)),
     ("admin/", "GET", "/admin/", {}, STAFF_ONLY),
     ("admin/", "GET", "/admin/askuser_app/prompt/", {}, STAFF_ONLY),
     ("admin/", "GET", "/admin/askuser_app/agent/", {}, STAFF_ONLY),
