@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from . import agentauth, api, contract, edge, realtime
+from .keptthreads import KeptThreads
 
 log = logging.getLogger("askuser")
 
@@ -39,15 +39,7 @@ CREATE_PATH = "/api/v1/prompts"
 Outcome = tuple[int, dict[str, Any], dict[str, str]]
 # Beside edge.respond's: what Django's XFrameOptionsMiddleware would add.
 EXTRA_HEADERS = {"X-Frame-Options": "DENY"}
-# Made with the first create, once settings are read.
-_threads: ThreadPoolExecutor | None = None
-
-
-def threads() -> ThreadPoolExecutor:
-    global _threads
-    if _threads is None:
-        _threads = ThreadPoolExecutor(settings.ASKUSER_CREATE_THREADS, thread_name_prefix="create")
-    return _threads
+threads = KeptThreads("ASKUSER_CREATE_THREADS", "create")
 
 
 class CreateRoute:

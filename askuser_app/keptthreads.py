@@ -45,15 +45,26 @@ from . import edge
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 Response = tuple[int, list[tuple[bytes, bytes]], bytes]
-# Made with the first answer, once settings are read.
-_threads: ThreadPoolExecutor | None = None
 
 
-def threads() -> ThreadPoolExecutor:
-    global _threads
-    if _threads is None:
-        _threads = ThreadPoolExecutor(settings.ASKUSER_ANSWER_THREADS, thread_name_prefix="answer")
-    return _threads
+class KeptThreads:
+    """A route's own threads, made with its first request once settings are read.
+
+    A thread kept for a route keeps its database connection too, which is why
+    the create and the answer are served on these rather than on a new thread
+    per request."""
+
+    def __init__(self, size_setting: str, name: str) -> None:
+        self.size_setting, self.name = size_setting, name
+        self.pool: ThreadPoolExecutor | None = None
+
+    def __call__(self) -> ThreadPoolExecutor:
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(getattr(settings, self.size_setting), thread_name_prefix=self.name)
+        return self.pool
+
+
+threads = KeptThreads("ASKUSER_ANSWER_THREADS", "answer")
 
 
 class OnKeptThreads:
