@@ -63,5 +63,9 @@ class Loop:
             delay = self.recheck if upcoming is None else (upcoming - timezone.now()).total_seconds()
             sleep = min(max(delay, 0.0), self.recheck)
             self.wakes_at = time.time() + sleep
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns when
+            # its event is set in the same step as the task is cancelled, and the
+            # loop, its one cancellation swallowed, would never end.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), timeout=sleep)
+                async with asyncio.timeout(sleep):
+                    await woken.wait()
