@@ -321,9 +321,15 @@ def ask_and_cancel(agent, url: str) -> str:
 @pytest.mark.django_db(transaction=True)
 async def test_a_callback_name_resolving_to_a_private_address_is_refused_once_and_never_sent(settings, receiver, agent):
     settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True  # when the prompt was made
+
+    def made_then_closed() -> str:
+        prompt_id = ask_and_cancel(agent, hook)
+        # Closed before this database thread is free for a delivery loop to claim the delivery.
+        settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = False
+        return prompt_id
+
     hook = receiver.url.replace("127.0.0.1", "localhost")
-    prompt_id = await database_call(ask_and_cancel)(agent, hook)
-    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = False  # when it is sent
+    prompt_id = await database_call(made_then_closed)()
 
     webhooks.ensure_running()
     delivery = await until_async(lambda: delivery_of(prompt_id) if finished(prompt_id)() else None)
