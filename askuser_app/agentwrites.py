@@ -31,7 +31,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from . import agentauth, api, contract, edge, realtime
-from .keptthreads import KeptThreads
+from .keptthreads import KeptThreads, read_body
 
 log = logging.getLogger("askuser")
 
@@ -75,18 +75,6 @@ async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
         outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), {}
     status, payload, extra = outcome
     await edge.respond(send, status, payload, {**EXTRA_HEADERS, **extra, **hsts(scope)})
-
-
-async def read_body(receive: Any) -> bytes | None:
-    """The whole request body (the router has bounded it), or None on a hang-up."""
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 def hsts(scope: dict[str, Any]) -> dict[str, str]:
