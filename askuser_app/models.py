@@ -138,6 +138,7 @@ class Prompt(models.Model):
     idempotency_key = models.CharField(max_length=255, blank=True)
     request_digest = models.CharField(max_length=64, blank=True, editable=False)
     callback_url = models.URLField(max_length=2048, blank=True, help_text="Where the result is POSTed on resolution.")
+    extended = models.PositiveSmallIntegerField(default=0, help_text="How often the person asked for more time.")
 
     class Meta:
         ordering = ["-created_at"]
@@ -233,6 +234,7 @@ class PromptEvent(models.Model):
         EXPIRED = "expired"
         CANCELLED = "cancelled"
         ABORTED = "aborted"
+        EXTENDED = "extended"  # not terminal: the person asked for more time
 
     TERMINAL = frozenset({Kind.ANSWERED, Kind.SKIPPED, Kind.EXPIRED, Kind.CANCELLED, Kind.ABORTED})
 
@@ -415,7 +417,8 @@ class ChatMessage(models.Model):
     channel = models.CharField(max_length=16)
     # Null once the identity is unlinked; a message already sent is still edited.
     link = models.ForeignKey(ChatLink, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
-    chat_id = models.CharField(max_length=64, blank=True, help_text="Where the message is sent.")
+    # A chat id, an email address or a push subscription's id.
+    chat_id = models.CharField(max_length=254, blank=True, help_text="Where the message is sent.")
     state = models.CharField(max_length=10, choices=State.choices, default=State.TO_SEND)
     ref = models.JSONField(default=dict, blank=True, help_text="Where the sent message lives on the platform.")
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Tries of the current step (send or edit).")
@@ -475,3 +478,37 @@ class SeenEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel}:{self.event_id}"
+
+
+class Preferences(models.Model):
+    """One person's choices: the language of the Control UI and when to be emailed."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences")
+    # Blank: the browser's Accept-Language decides.
+    language = models.CharField(max_length=8, blank=True)
+    # Seconds a prompt waits unanswered before it is emailed; 0 is never, null the default.
+    email_after = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "preferences"
+
+    def __str__(self) -> str:
+        return f"preferences of {self.user_id}"
+
+
+class PushSubscription(models.Model):
+    """One browser on one device that asked for Web Push: where to send and the keys to encrypt with."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="push_subscriptions")
+    endpoint = models.URLField(max_length=2048, unique=True)
+    p256dh = models.CharField(max_length=200)
+    auth = models.CharField(max_length=100)
+    device = models.CharField(max_length=200, blank=True, help_text="The browser and system, as a person reads them.")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["user", "-created_at"]
+
+    def __str__(self) -> str:
+        return self.device or self.endpoint[:60]

@@ -56,6 +56,17 @@ def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
     _announce([waiters, *_browser_messages(prompt, result["status"])])
 
 
+def prompt_extended(extended: Any) -> None:
+    """A deadline moved (``services.extend``): waiters re-arm, every tab redraws its countdown."""
+    prompt = extended.prompt
+    deadline = prompt.expires_at.isoformat()
+    waiters = (
+        prompt_group(prompt.pk),
+        {"type": "prompt.extended", "expires_at": deadline, "extended": prompt.extended},
+    )
+    _announce([waiters, *_browser_messages(prompt, "pending")])
+
+
 def message_created(message: Message) -> None:
     event = {
         "type": "message.created",

@@ -24,6 +24,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Min, Prefetch, QuerySet, prefetch_related_objects
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from . import contract, realtime, signals, textreply, webhooks, wording
 from .agentauth import hash_token, new_token
@@ -577,6 +578,73 @@ def expire_due() -> int:
         except AlreadyResolved:
             pass
     return count
+
+
+class Extended:
+    """A deadline moved: the prompt as it now stands, and the old deadline."""
+
+    def __init__(self, prompt: Prompt, previous: datetime) -> None:
+        self.prompt, self.previous = prompt, previous
+
+    @property
+    def added_seconds(self) -> int:
+        return round((self.prompt.expires_at - self.previous).total_seconds())
+
+
+def extension_limits(prompt: Prompt) -> tuple[int, datetime]:
+    """How many more extensions the prompt may have, and the latest deadline it may reach."""
+    left = max(0, settings.ASKUSER_EXTEND_TIMES - prompt.extended)
+    return left, prompt.created_at + timedelta(seconds=settings.ASKUSER_EXTEND_LIMIT_SECONDS)
+
+
+def can_extend(prompt: Prompt, now: datetime | None = None) -> bool:
+    """More time can still be asked for: pending, in time, extensions left, not at the cap."""
+    left, latest = extension_limits(prompt)
+    return prompt.is_pending and not prompt.is_overdue(now) and left > 0 and prompt.expires_at < latest
+
+
+def extend(prompt: Prompt, *, by: User | None, surface: str) -> Extended:
+    """Move a pending prompt's deadline ``ASKUSER_EXTEND_SECONDS`` later ("I need more time").
+
+    At most ``ASKUSER_EXTEND_TIMES`` times and never past ``ASKUSER_EXTEND_LIMIT_SECONDS``
+    after creation (``Refused``, code ``extend_limit``). It is a compare-and-set on the
+    deadline and the count, like every transition here: an extension that loses to the expiry
+    (or to an answer) raises ``AlreadyResolved``; one that wins means the old deadline no
+    longer expires the prompt, since an expiry only wins once the deadline has passed."""
+    now = timezone.now()
+    current = Prompt.objects.get(pk=prompt.pk)
+    if not current.is_pending or current.is_overdue(now):
+        raise AlreadyResolved(_current_expiring_if_overdue(current))
+    left, latest = extension_limits(current)
+    if left == 0 or current.expires_at >= latest:
+        raise Refused(_("No more time can be added to this prompt."), code="extend_limit")
+    previous = current.expires_at
+    deadline = min(previous + timedelta(seconds=settings.ASKUSER_EXTEND_SECONDS), latest)
+    with transaction.atomic():
+        won = Prompt.objects.filter(
+            pk=current.pk, status=PENDING, expires_at=previous, extended=current.extended, expires_at__gt=now
+        ).update(expires_at=deadline, extended=current.extended + 1)
+        if won:
+            _record(
+                current,
+                PromptEvent.Kind.EXTENDED,
+                _username(by) or "unknown",
+                surface,
+                previous=contract.iso(previous),
+                deadline=contract.iso(deadline),
+            )
+            extended = Extended(current, previous)
+            transaction.on_commit(lambda: realtime.prompt_extended(extended), robust=True)
+            transaction.on_commit(lambda: signals.deadline_added.send(None, expires_at=deadline), robust=True)
+    if not won:
+        # Lost to the expiry, an answer, or another extension in the same instant: say which.
+        again = _current_expiring_if_overdue(current)
+        if again.is_pending:
+            raise Conflict(_("The deadline changed meanwhile; it is now %(when)s.") % {"when": clock(again.expires_at)})
+        raise AlreadyResolved(again)
+    current.expires_at, current.extended = deadline, current.extended + 1
+    prompt.expires_at, prompt.extended = current.expires_at, current.extended
+    return Extended(current, previous)
 
 
 def next_deadline() -> datetime | None:

@@ -12,6 +12,7 @@ urlpatterns = [
     path("s/<str:key>/messages", views.post_message, name="post_message"),
     path("s/<str:key>/prompts/<uuid:prompt_id>/answer", views.answer_prompt, name="answer_prompt"),
     path("p/<uuid:prompt_id>/", views.prompt_page, name="prompt"),
+    path("settings/", views.settings_page, name="settings"),
     path("settings/chat/", chat_views.chat_settings, name="chat_settings"),
     path("chat/", include("askuser_app.chat.urls")),
 ]

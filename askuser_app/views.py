@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from . import contract, services, ui
+from . import contract, prefs, services, ui
 from .models import Prompt, Session
 
 if TYPE_CHECKING:
@@ -120,6 +120,13 @@ def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
     if posted.answered is not None:
         html += ui.render_resolved(session, posted.answered, request.COOKIES)
     return HttpResponse(html + ui.render_notice("", target="composer-error"))
+
+
+@login_required
+def settings_page(request: LoggedInRequest) -> HttpResponse:
+    """The person's settings: notifications, email, language, and a link to the chat apps."""
+    preferences = prefs.of(request.user)
+    return render(request, "askuser/settings.html", {"preferences": preferences})
 
 
 def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:

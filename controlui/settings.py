@@ -276,6 +276,16 @@ DISCORD_API_URL = env_str("DISCORD_API_URL", "https://discord.com/api/v10").rstr
 # the address `make run` (setupdemo --url) remembered, else http://127.0.0.1:8000.
 ASKUSER_PUBLIC_URL = (env_str("ASKUSER_PUBLIC_URL") or default_server_url(DATA_DIR)).rstrip("/")
 # Chat sends and edits: tries per step, the first retry's delay in seconds (doubling after).
+# Mail: EMAIL_HOST sends through that SMTP server (and emails unanswered prompts after two
+# minutes by default); without it, mail is written to files in the data folder instead.
+ASKUSER_EMAIL_SMTP = bool(env_str("EMAIL_HOST"))
+
+# "I need more time": each extension adds ASKUSER_EXTEND_SECONDS, at most
+# ASKUSER_EXTEND_TIMES times, never past ASKUSER_EXTEND_LIMIT_SECONDS after creation.
+ASKUSER_EXTEND_SECONDS = env_int("ASKUSER_EXTEND_SECONDS", 15 * 60)
+ASKUSER_EXTEND_TIMES = env_int("ASKUSER_EXTEND_TIMES", 3)
+ASKUSER_EXTEND_LIMIT_SECONDS = env_int("ASKUSER_EXTEND_LIMIT_SECONDS", 2 * 60 * 60)
+
 ASKUSER_CHAT_ATTEMPTS = env_int("ASKUSER_CHAT_ATTEMPTS", 8)
 ASKUSER_CHAT_RETRY_BASE = float(env_str("ASKUSER_CHAT_RETRY_BASE") or 2)
 ASKUSER_CHAT_TIMEOUT = float(env_str("ASKUSER_CHAT_TIMEOUT") or 30)  # seconds one send or edit may take

@@ -134,6 +134,7 @@ HTTP_RULES = [
         for_people(405, b=405, staff=405),
     ),
     ("p/<uuid:prompt_id>/", "GET", "/p/{prompt}/", {}, for_people(302)),  # to its session's page
+    ("settings/", "GET", "/settings/", {}, for_people(200, b=200, staff=200)),
     ("settings/chat/", "GET", "/settings/chat/", {}, for_people(200, b=200, staff=200)),
     (
         "settings/chat/",

@@ -18,15 +18,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, ClassVar, Literal, Protocol
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from django.urls import URLPattern
 
 from ..textreply import TextQuestion
 
+if TYPE_CHECKING:
+    from ..models import Prompt
+
 # The surfaces a result can name, in the order the settings page lists them.
 CHANNELS = ("telegram", "slack", "discord")
+# Outbox channels that reach a person without a linked chat identity (``Notifier``).
+NOTIFIERS = ("email", "push")
 
 Verb = Literal["option", "other", "skip", "answer"]
 _VERB_CODES: dict[Verb, str] = {"option": "o", "other": "x", "skip": "s", "answer": "t"}
@@ -173,6 +178,27 @@ class Adapter(Protocol):
 
     def urlpatterns(self) -> list[URLPattern]:
         """Its inbound endpoints, mounted under ``/chat/<name>/``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Recipient:
+    """Where a ``Notifier`` sends one prompt's message, and how long after the prompt was made."""
+
+    address: str  # an email address, a push subscription's id: the outbox row's chat_id
+    after: timedelta = timedelta(0)
+
+
+@runtime_checkable
+class Notifier(Adapter, Protocol):
+    """An outbox channel with no linked identity (email, Web Push): it names its own recipients.
+
+    A module ``askuser_app/chat/<name>.py`` for a name in ``NOTIFIERS`` exposes one as
+    ``adapter``. ``recipients`` runs inside the creating transaction; a prompt that resolves
+    before ``after`` has passed drops the row, so nothing is sent for it."""
+
+    def recipients(self, prompt: Prompt) -> list[Recipient]:
+        """The addresses this prompt's owner should hear from on this channel."""
         ...
 
 

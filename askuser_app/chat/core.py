@@ -26,7 +26,7 @@ from django.utils.translation import gettext as _
 
 from .. import services, textreply, wording
 from ..models import ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
-from .base import CHANNELS, Action, Adapter, Button, Card, Closed, Reply, Sender, decode
+from .base import CHANNELS, NOTIFIERS, Action, Adapter, Button, Card, Closed, Reply, Sender, decode
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -52,7 +52,7 @@ def installed() -> dict[str, Adapter]:
 def _installed() -> dict[str, Adapter]:
     # Once per process: every create and resolution asks which channels are on.
     found = {}
-    for name in CHANNELS:
+    for name in CHANNELS + NOTIFIERS:
         try:
             module = importlib.import_module(f"{__package__}.{name}")
         except ModuleNotFoundError as missing:

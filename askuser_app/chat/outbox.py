@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from ..asyncdb import database_call
 from ..background import Loop
-from .base import Card, Closed, Permanent, Temporary
+from .base import Adapter, Card, Closed, Notifier, Permanent, Temporary
 
 if TYPE_CHECKING:
     from ..models import Prompt
@@ -69,27 +69,39 @@ def retry_delay(number: int, retry_after: float | None = None) -> float:
     return max(delay, retry_after or 0.0)
 
 
-def _channels() -> list[str]:
+def adapters_on() -> dict[str, Adapter]:
     from .core import adapters  # the core reaches services, which reach this module
 
-    return list(adapters())
+    return adapters()
+
+
+def _channels() -> list[str]:
+    return list(adapters_on())
 
 
 # --- recording (inside the creating and the resolving transaction) -----------------------------
 
 
 def prompt_created(prompt: Prompt) -> None:
-    """A message to each linked identity of the prompt's owner on every configured channel."""
-    channels = _channels()
-    if not channels:  # chat is off: nothing is read or written
+    """A message to each recipient of every configured channel: the owner's linked chat
+    identities, and whatever a ``Notifier`` (email, push) finds for the owner."""
+    configured = adapters_on()
+    if not configured:  # every channel is off: nothing is read or written
         return
     from ..models import ChatLink, ChatMessage
 
     now = timezone.now()
+    linked = [name for name, adapter in configured.items() if not isinstance(adapter, Notifier)]
     rows = [
         ChatMessage(prompt=prompt, channel=link.channel, link=link, chat_id=link.chat_id, next_attempt_at=now)
-        for link in ChatLink.objects.filter(user_id=prompt.session.owner_id, channel__in=channels)
+        for link in (ChatLink.objects.filter(user_id=prompt.session.owner_id, channel__in=linked) if linked else ())
     ]
+    for name, adapter in configured.items():
+        if isinstance(adapter, Notifier):
+            rows += [
+                ChatMessage(prompt=prompt, channel=name, chat_id=to.address, next_attempt_at=now + to.after)
+                for to in adapter.recipients(prompt)
+            ]
     if rows:
         ChatMessage.objects.bulk_create(rows)
         transaction.on_commit(wake, robust=True)
