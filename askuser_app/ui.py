@@ -7,6 +7,7 @@ of the same piece of UI cannot drift apart.
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -310,7 +311,7 @@ class Waiting:
         """What a page shows, as it tells its socket (the push is skipped when it matches)."""
         return f"{self.count}:{self.oldest or ''}"
 
-    @property
+    @functools.cached_property
     def icon(self) -> str:
         """The tab's icon with the count on it, as a data: URL (the policy allows img-src data:)."""
         badge = "9+" if self.count > 9 else str(self.count)
