@@ -161,19 +161,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         heard = self.heard(event)
         if heard is None:
             return
-        # The prompt just asked, for the desktop notification (not a deadline moved).
-        arrived = event["prompt_id"] if event.get("asked") else None
-        waiting = functools.partial(ui.render_waiting, self.scope["user"], oob=True, arrived=arrived)
-        if heard == "user":
-            html = await self.render(waiting)
-            if self.lists:
-                html += await self.render(self.render_sessions)
-            await self.send(text_data=html)
-            return
-        # A prompt that just appeared has no summary to look up yet.
-        change = functools.partial(ui.render_prompt_change, appeared=event.get("status") == "pending")
-        html = await self.render(waiting)  # first: the title counts it as the panel appears
-        await self.send(text_data=html + await self.render(change, self.session, event["prompt_id"], self.cookies))
+        await self.send(text_data=await self.render(self.render_change, event, heard))
 
     async def message_created(self, event: dict[str, Any]) -> None:
         heard = self.heard(event)
@@ -205,6 +193,19 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def render_waiting(self) -> str:
         """The count of waiting prompts, unless the page shows it already."""
         return ui.render_waiting(self.scope["user"], oob=True, unless=self.shown_waiting)
+
+    def render_change(self, event: dict[str, Any], heard: str) -> str:
+        """A prompt asked, resolved or given more time: the count, and what else the page shows of it."""
+        # The prompt just asked, for the desktop notification (not a deadline moved).
+        arrived = event["prompt_id"] if event.get("asked") else None
+        # First: the title counts it as the panel appears.
+        html = ui.render_waiting(self.scope["user"], oob=True, arrived=arrived)
+        if heard == "user":
+            return html + self.render_sessions() if self.lists else html
+        assert self.session is not None  # heard as "session": the page's own
+        # A prompt that just appeared has no summary to look up yet.
+        appeared = event.get("status") == "pending"
+        return html + ui.render_prompt_change(self.session, event["prompt_id"], self.cookies, appeared=appeared)
 
     def render_state(self) -> str:
         """The state as of joining; a session page says since when it needs the timeline."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .test_browser import CHROMIUM, WAIT_MS, Human, agent_api, chromium, panel_open, server  # noqa: F401  (fixtures)
+from .test_browser import CHROMIUM, WAIT_MS, Human, agent_api, chromium, panel_open, server, shot  # noqa: F401  (fixtures)
 
 pytestmark = [
     pytest.mark.live,
@@ -90,6 +90,7 @@ def test_the_title_counts_every_sessions_prompts_and_an_answer_elsewhere_lowers_
     link = settings.get_by_role("link", name="2 waiting for your answer: open the oldest")
     assert link.get_attribute("href") == f"/p/{oldest}/"
     assert settings.locator("#favicon").get_attribute("href").startswith("data:image/svg+xml,")
+    shot(sessions, "waiting-indicator")
 
     settings.evaluate("window.sameDocument = true")
     answering = someone.visit(f"/p/{oldest}/")  # the link's page: the oldest's session, its panel open
@@ -124,6 +125,7 @@ def test_once_turned_on_a_new_prompt_shows_one_notification_across_two_tabs_and_
 
     settings.wait_for_function("() => window.turnedOn === true", timeout=WAIT_MS)
     assert settings.get_by_text("On in this browser.").is_visible()
+    shot(settings, "notifications-on")
     assert settings.evaluate("window.permissionRequests") == 1
     prompt_id = agent_api.ask(session="second")
     for page in (settings, sessions):
