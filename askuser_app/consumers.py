@@ -51,9 +51,13 @@ holdings = Holdings()
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
-    """``/ws/sessions/`` follows the sessions list; ``/ws/sessions/<key>/`` one session."""
+    """``/ws/sessions/`` follows the sessions list; ``/ws/sessions/<key>/`` one session;
+    ``/ws/sessions/?only=waiting`` (every other page) only what waits for the person.
 
-    group: str | None = None
+    Every page follows the person's group for the header's count of prompts
+    waiting (``ui.render_waiting``), sent again only when it changes."""
+
+    groups: list[str] = []
     held: list[Holder] = []
 
     async def connect(self) -> None:
@@ -80,9 +84,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.accept()
             await self.refuse(CLOSE_TOO_MANY)
             return
-        if self.session is None:  # the sessions list: its group is the user's, known only now
-            await self.join(user_group(user.pk))
+        # The user's group is known only now; what waits is read after joining it.
+        await self.join(user_group(user.pk))
+        if self.session is None:
             state = await self.render(self.render_state)
+        elif self.shown_waiting is not None:
+            state += await self.render(self.render_waiting)
         await self.accept()
         # A page that is up to date gets nothing.
         if state:
@@ -97,7 +104,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         return opened, self.render_state()
 
     async def join(self, group: str) -> None:
-        self.group = group
+        self.groups = [*self.groups, group]
         await self.channel_layer.group_add(group, self.channel_name)
 
     async def refuse(self, code: int) -> None:
@@ -105,9 +112,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.close(code=code)
 
     async def leave(self) -> None:
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-            self.group = None
+        groups, self.groups = self.groups, []
+        for group in groups:
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels' dispatch first closes old connections, on a thread hop of its
@@ -134,27 +141,34 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Browsers only listen; answers go through the HTTP forms."""
 
-    def not_mine(self, event: dict[str, Any]) -> bool:
-        """An event for another owner's session with this page's key (the group is the key's)."""
-        return self.session is not None and event.get("session_id") != self.session.pk
+    def heard(self, event: dict[str, Any]) -> str | None:
+        """What an event is to this page: "session" for its own session's, "user"
+        for another of the person's sessions, None for nothing it shows."""
+        if self.session is None:  # in the user's group only
+            return "user"
+        own = event.get("session_id") == self.session.pk
+        if event.get("group") == user_group(self.scope["user"].pk):
+            # The page's own session: its session group brings the same event.
+            return None if own else "user"
+        # The session's group is the key's: another owner's session may share it.
+        return "session" if own else None
+
+    @property
+    def lists(self) -> bool:
+        return self.session is None and self.query.get("only") != ["waiting"]
 
     async def prompt_changed(self, event: dict[str, Any]) -> None:
-        if self.not_mine(event):
+        heard = self.heard(event)
+        if heard is None:
             return
-        if self.session is None:
-            await self.send(text_data=await self.render(self.render_sessions))
-            return
-        # A prompt that just appeared has no summary to look up yet.
-        change = functools.partial(ui.render_prompt_change, appeared=event.get("status") == "pending")
-        await self.send(text_data=await self.render(change, self.session, event["prompt_id"], self.cookies))
+        await self.send(text_data=await self.render(self.render_change, event, heard))
 
     async def message_created(self, event: dict[str, Any]) -> None:
-        if self.not_mine(event):
-            return
-        if self.session is None:
+        heard = self.heard(event)
+        if heard == "user" and self.lists:
             await self.send(text_data=await self.render(self.render_sessions))
-            return
-        await self.send(text_data=await self.render(ui.render_message, event["message_id"]))
+        elif heard == "session":
+            await self.send(text_data=await self.render(ui.render_message, event["message_id"]))
 
     @property
     def cookies(self) -> dict[str, str]:
@@ -170,11 +184,37 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """Since when the page may have missed something: None for everything."""
         return ui.catch_up_since(self.query.get("since", [None])[0])
 
+    @functools.cached_property
+    def shown_waiting(self) -> str | None:
+        """What the page's count of waiting prompts shows (``Waiting.state``); None if it did not say."""
+        shown = self.query.get("waiting")
+        return shown[0] if shown else None
+
+    def render_waiting(self) -> str:
+        """The count of waiting prompts, unless the page shows it already."""
+        return ui.render_waiting(self.scope["user"], oob=True, unless=self.shown_waiting)
+
+    def render_change(self, event: dict[str, Any], heard: str) -> str:
+        """A prompt asked, resolved or given more time: the count, and what else the page shows of it."""
+        # The prompt just asked, for the desktop notification (not a deadline moved).
+        arrived = event["prompt_id"] if event.get("asked") else None
+        # First: the title counts it as the panel appears.
+        html = ui.render_waiting(self.scope["user"], oob=True, arrived=arrived)
+        if heard == "user":
+            return html + self.render_sessions() if self.lists else html
+        assert self.session is not None  # heard as "session": the page's own
+        # A prompt that just appeared has no summary to look up yet.
+        appeared = event.get("status") == "pending"
+        return html + ui.render_prompt_change(self.session, event["prompt_id"], self.cookies, appeared=appeared)
+
     def render_state(self) -> str:
         """The state as of joining; a session page says since when it needs the timeline."""
         if self.session is None:
+            waiting = self.render_waiting() if self.shown_waiting is not None else ""
+            if not self.lists:
+                return waiting
             everything = self.query.get("all") == ["1"]
-            return ui.render_sessions_since(self.scope["user"], self.since, everything=everything)
+            return waiting + ui.render_sessions_since(self.scope["user"], self.since, everything=everything)
         shown = self.query.get("shown", [""])[0]
         return ui.render_catch_up(self.session, self.cookies, self.since, shown)
 

@@ -47,7 +47,8 @@ def user_group(user_id: int) -> str:
 
 
 def prompt_created(prompt: Prompt) -> None:
-    _announce(_browser_messages(prompt, "pending"))
+    # ``asked``: a new prompt, which open pages notify of (a moved deadline is "pending" too).
+    _announce(_browser_messages(prompt, "pending", asked=True))
 
 
 def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
@@ -78,8 +79,10 @@ def message_created(message: Message) -> None:
     _announce([(session_group(session.key), event), (user_group(session.owner_id), event)])
 
 
-def _browser_messages(prompt: Prompt, status: str) -> list[tuple[str, dict[str, Any]]]:
+def _browser_messages(prompt: Prompt, status: str, *, asked: bool = False) -> list[tuple[str, dict[str, Any]]]:
     change = {"type": "prompt.changed", "prompt_id": str(prompt.pk), "session_id": prompt.session_id, "status": status}
+    if asked:
+        change["asked"] = True
     session = prompt.session
     return [(session_group(session.key), change), (user_group(session.owner_id), change)]
 

@@ -7,11 +7,13 @@ of the same piece of UI cannot drift apart.
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -280,6 +282,71 @@ def sessions_context(user: Any, *, everything: bool = False) -> dict[str, Any]:
     rows = session_rows(user, everything=everything)
     hidden = 0 if everything else Session.objects.filter(owner=user).count() - len(rows)
     return {"rows": rows, "hidden": hidden, "everything": everything, "now": timezone.now()}
+
+
+# --- what is waiting for the person ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arrived:
+    """A prompt that has just been asked, as a desktop notification shows it."""
+
+    prompt_id: uuid.UUID
+    agent: str
+    header: str
+    question: str
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """How many of the person's prompts wait for an answer, across their sessions,
+    and the oldest: the tab title's count, the icon's badge, the header's link."""
+
+    count: int
+    oldest: uuid.UUID | None
+    arrived: Arrived | None = None  # what a push for a new prompt brings the notification
+
+    @property
+    def state(self) -> str:
+        """What a page shows, as it tells its socket (the push is skipped when it matches)."""
+        return f"{self.count}:{self.oldest or ''}"
+
+    @functools.cached_property
+    def icon(self) -> str:
+        """The tab's icon with the count on it, as a data: URL (the policy allows img-src data:)."""
+        badge = "9+" if self.count > 9 else str(self.count)
+        svg = render_to_string("askuser/partials/waiting_icon.svg", {"badge": badge}).strip()
+        return "data:image/svg+xml," + quote(svg, safe="")
+
+
+def waiting(user: Any, *, arrived: str | None = None) -> Waiting:
+    """The person's pending prompts, oldest first (one query), and with ``arrived``
+    the prompt just asked, read for its notification (one more)."""
+    pending = Prompt.objects.filter(session__owner=user, status=Prompt.Status.PENDING, expires_at__gt=timezone.now())
+    ids = list(pending.order_by("created_at", "pk").values_list("pk", flat=True))
+    return Waiting(len(ids), ids[0] if ids else None, arrival(user, arrived) if arrived else None)
+
+
+def arrival(user: Any, prompt_id: str) -> Arrived | None:
+    """A pending prompt of the person's, by its first question and its agent."""
+    first = (
+        Question.objects.filter(prompt_id=prompt_id, prompt__session__owner=user, prompt__status=Prompt.Status.PENDING)
+        .select_related("prompt__agent")
+        .order_by("position")
+        .first()
+    )
+    if first is None:
+        return None
+    return Arrived(first.prompt_id, first.prompt.agent.name, first.header, first.text)
+
+
+def render_waiting(user: Any, *, oob: bool = False, arrived: str | None = None, unless: str | None = None) -> str:
+    """The header's "2 waiting" link and what the title and icon show; nothing
+    when the page already shows this state (``unless``, its ``Waiting.state``)."""
+    now = waiting(user, arrived=arrived)
+    if unless is not None and unless == now.state:
+        return ""
+    return render_to_string("askuser/partials/waiting.html", {"waiting": now, "oob": oob})
 
 
 # --- rendering -------------------------------------------------------------------------

@@ -278,8 +278,6 @@
     if (!text) return;
     if (!text.dataset.chatPlaceholder) text.dataset.chatPlaceholder = text.placeholder;
     text.placeholder = panel() ? text.dataset.replyPlaceholder : text.dataset.chatPlaceholder;
-    var title = document.title.replace(/^\(1\) /, "");
-    document.title = panel() ? "(1) " + title : title;
   }
 
   // --- live updates -------------------------------------------------------------------------------

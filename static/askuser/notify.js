@@ -1,0 +1,185 @@
+// askuser Control UI: what is waiting for the person, wherever askuser is open.
+// The tab title counts the person's pending prompts across their sessions, the
+// icon carries the count, and (once the person turns them on) each new prompt
+// shows one desktop notification, from one tab however many are open.
+// The server renders all of it on page load; this follows the socket's pushes
+// of #waiting (templates/askuser/partials/waiting.html).
+(function () {
+  "use strict";
+
+  var CHOICE = "askuser-notifications"; // this browser's choice: "on", "off" or none yet
+  var COUNT = /^\(\d+\) /;
+
+  // --- title and icon ---------------------------------------------------------------
+
+  function indicator() {
+    return document.getElementById("waiting");
+  }
+
+  function showCount(element) {
+    var count = Number(element.dataset.count) || 0;
+    var title = document.title.replace(COUNT, "");
+    document.title = count ? "(" + count + ") " + title : title;
+    var icon = document.getElementById("favicon");
+    if (icon) {
+      var href = element.dataset.icon || icon.dataset.plain;
+      if (icon.getAttribute("href") !== href) icon.setAttribute("href", href);
+    }
+  }
+
+  // A reconnecting (or connecting) page says what it shows; the socket sends
+  // #waiting only when that is no longer so.
+  var createWebSocket = htmx.createWebSocket || function (url) { return new WebSocket(url); };
+  htmx.createWebSocket = function (url) {
+    var element = indicator();
+    if (!element) return createWebSocket(url);
+    var withState = new URL(url, location.href);
+    withState.searchParams.set("waiting", element.dataset.state || "");
+    return createWebSocket(withState.toString());
+  };
+
+  // --- the person's choice ------------------------------------------------------------
+
+  function supported() {
+    return "Notification" in window && window.isSecureContext;
+  }
+
+  function choice() {
+    try {
+      return window.localStorage.getItem(CHOICE);
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function choose(value) {
+    try {
+      window.localStorage.setItem(CHOICE, value);
+    } catch (error) {
+      // Storage refused (a private window's policy): the choice lasts this page.
+    }
+    chosen = value;
+  }
+
+  var chosen = null;
+
+  function state() {
+    if (!supported()) return "unsupported";
+    if (Notification.permission === "denied") return "denied";
+    var mine = choice() || chosen;
+    if (Notification.permission === "granted" && mine === "on") return "on";
+    return mine === "off" ? "off-chosen" : "off";
+  }
+
+  function showState() {
+    var now = state();
+    document.querySelectorAll("[data-notify-state]").forEach(function (element) {
+      element.hidden = element.dataset.notifyState.split(" ").indexOf(now) === -1;
+    });
+    document.querySelectorAll("[data-notify-on]").forEach(function (button) {
+      button.hidden = now !== "off" && now !== "off-chosen";
+    });
+    document.querySelectorAll("[data-notify-off]").forEach(function (button) {
+      button.hidden = now !== "on";
+    });
+  }
+
+  function askPermission() {
+    // Only ever from the person's click: never on page load.
+    return new Promise(function (resolve) {
+      var asked = Notification.requestPermission(resolve); // older Safari answers through the callback
+      if (asked && asked.then) asked.then(resolve);
+    });
+  }
+
+  function turnOn() {
+    if (!supported()) return showState();
+    askPermission().then(function (permission) {
+      if (permission === "granted") {
+        choose("on");
+        document.dispatchEvent(new CustomEvent("askuser:notifications-on"));
+      }
+      showState();
+    });
+  }
+
+  function turnOff() {
+    choose("off");
+    document.dispatchEvent(new CustomEvent("askuser:notifications-off"));
+    showState();
+  }
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-notify-on]")) turnOn();
+    else if (event.target.closest("[data-notify-off]")) turnOff();
+  });
+  // Turned on or off in another tab, or permission changed in the browser's settings.
+  window.addEventListener("storage", function (event) {
+    if (event.key === CHOICE) showState();
+  });
+  document.addEventListener("visibilitychange", showState);
+
+  // --- one tab notifies ------------------------------------------------------------------
+
+  // Every tab of the browser hears a new prompt; the tab holding this lock is
+  // the one that shows it. The lock passes to another tab when its holder closes.
+  var leader = !(navigator.locks && navigator.locks.request);
+  if (!leader) {
+    navigator.locks.request("askuser-notifier", function () {
+      leader = true;
+      return new Promise(function () {}); // held while this tab lives
+    });
+  }
+
+  function open(url) {
+    window.focus();
+    window.location.assign(url);
+  }
+
+  function notify(element) {
+    var url = element.dataset.arrivedUrl;
+    var options = {
+      body: element.dataset.arrivedBody,
+      // The push notification for the same prompt has the same tag: one replaces the other.
+      tag: "askuser-" + element.dataset.arrived,
+      icon: (document.getElementById("favicon") || {}).dataset.plain,
+      data: { url: url },
+    };
+    try {
+      var shown = new Notification(element.dataset.arrivedTitle, options);
+      shown.onclick = function (event) {
+        event.preventDefault();
+        shown.close();
+        open(url);
+      };
+    } catch (error) {
+      // Where pages may not construct notifications (Android), the service worker shows them.
+      if (navigator.serviceWorker) {
+        navigator.serviceWorker.getRegistration().then(function (registration) {
+          if (registration) registration.showNotification(element.dataset.arrivedTitle, options);
+        });
+      }
+    }
+  }
+
+  function arrived(element) {
+    showCount(element);
+    if (element.dataset.arrived && leader && state() === "on") notify(element);
+  }
+
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    var element = indicator();
+    if (element && element.dataset.seen !== "1") {
+      element.dataset.seen = "1";
+      arrived(element);
+    }
+  });
+
+  var element = indicator();
+  if (element) {
+    element.dataset.seen = "1";
+    showCount(element);
+  }
+  showState();
+  window.askuserNotify = { state: state };
+})();
