@@ -210,6 +210,24 @@ def test_focus_moves_into_the_panel_when_it_opens_and_to_the_composer_when_it_is
     page.wait_for_function("() => document.activeElement.id === 'composer-text'", timeout=WAIT_MS)
 
 
+def test_the_standard_keys_alone_answer_a_multi_select_question(person, agent_api):  # noqa: F811
+    page = person().open()
+    prompt_id = agent_api.ask(EXTRAS)
+    waiting = agent_api.wait(prompt_id)
+    panel_open(page)
+    page.wait_for_function("() => !!document.activeElement.closest('#prompt-panel')", timeout=WAIT_MS)
+
+    page.keyboard.press("Space")  # the focused first checkbox
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Space")  # the third
+    page.keyboard.press("Enter")
+
+    assert waiting.result(timeout=15)["answers"]["answers"] == {"extras": ["Docs", "Blog post"]}
+    panel_closed(page)
+    page.wait_for_function("() => document.activeElement.id === 'composer-text'", timeout=WAIT_MS)
+
+
 def test_focus_returns_to_the_composer_when_the_agent_cancels(person, agent_api):  # noqa: F811
     page = person().open()
     prompt_id = agent_api.ask(QUESTION)
