@@ -16,11 +16,30 @@
   // --- countdowns ------------------------------------------------------------------
 
   function remaining(seconds) {
-    if (seconds <= 0) return { text: "Expired", spoken: "Expired" };
+    if (seconds <= 0) return { text: "Expired" };
     var h = Math.floor(seconds / 3600), m = Math.floor((seconds % 3600) / 60), s = Math.floor(seconds % 60);
     var text = h ? h + "h " + String(m).padStart(2, "0") + "m" : m + ":" + String(s).padStart(2, "0");
-    var spoken = h ? h + " hours " + m + " minutes" : m ? m + " minutes " + s + " seconds" : s + " seconds";
-    return { text: text + " left", spoken: "Time left: " + spoken };
+    return { text: text + " left" };
+  }
+
+  function units(count, unit) {
+    var lang = document.documentElement.lang || undefined;
+    try {
+      return new Intl.NumberFormat(lang, { style: "unit", unit: unit, unitDisplay: "long" }).format(count);
+    } catch (error) {
+      return count + " " + unit + (count === 1 ? "" : "s");
+    }
+  }
+
+  // What a screen reader hears: whole minutes, so the words change once a
+  // minute, not every second (the ticking number itself is aria-hidden).
+  function spokenLeft(seconds, spoken) {
+    if (seconds <= 0) return spoken.dataset.over;
+    if (seconds < 60) return spoken.dataset.soon;
+    var minutes = Math.ceil(seconds / 60), h = Math.floor(minutes / 60), m = minutes % 60;
+    var parts = h ? [units(h, "hour")] : [];
+    if (m || !h) parts.push(units(m, "minute"));
+    return spoken.dataset.spoken.replace("{time}", parts.join(" "));
   }
 
   function tick() {
@@ -28,7 +47,11 @@
       var seconds = (Date.parse(element.dataset.expiresAt) - Date.now()) / 1000;
       var shown = remaining(seconds);
       if (element.textContent !== shown.text) element.textContent = shown.text;
-      element.setAttribute("aria-label", shown.spoken);
+      var spoken = element.nextElementSibling;
+      if (spoken && spoken.hasAttribute("data-countdown-spoken")) {
+        var said = spokenLeft(seconds, spoken);
+        if (spoken.textContent !== said) spoken.textContent = said;
+      }
       element.classList.toggle("is-urgent", seconds > 0 && seconds < 60);
       element.classList.toggle("is-over", seconds <= 0);
       var owner = element.closest("#prompt-panel");
@@ -244,9 +267,46 @@
       syncChecked(step);
     });
     tick();
-    if (isNew && !element.classList.contains("is-collapsed") && !typing(document.activeElement)) {
+    if (isNew) announce(element.dataset.announce || "");
+    // Expanded on a wide screen the panel takes the composer's place, so focus
+    // follows it there; on a phone a person typing keeps their place.
+    var typingOn = typing(document.activeElement) && !wide.matches;
+    if (isNew && !element.classList.contains("is-collapsed") && !typingOn) {
       focusStep(currentStep(element));
     }
+  }
+
+  // --- the screen reader's announcement ------------------------------------------------------
+
+  function announce(sentence) {
+    var region = document.querySelector("[data-announcer]");
+    if (!region) return;
+    // Emptied first, so that the same sentence twice is still spoken twice.
+    region.textContent = "";
+    if (sentence) {
+      window.setTimeout(function () {
+        region.textContent = sentence;
+      }, 50);
+    }
+  }
+
+  // When the panel closes (answered, cancelled, expired) with the focus in it,
+  // the focus would fall to the page's body: it goes back to the composer.
+  var focusInClosingPanel = false;
+
+  function noteFocusBeforeClosing(target, incoming) {
+    // htmx hands over the new markup as the element or in a fragment.
+    var next = incoming.id === "prompt-panel" ? incoming : incoming.querySelector && incoming.querySelector("#prompt-panel");
+    var focused = document.activeElement;
+    var lost = !focused || focused === document.body || target.contains(focused);
+    focusInClosingPanel = !!next && next.hidden && !target.hidden && lost;
+  }
+
+  function panelClosed() {
+    announce("");
+    var composer = document.getElementById("composer-text");
+    if (focusInClosingPanel && composer && wide.matches) composer.focus();
+    focusInClosingPanel = false;
   }
 
   // --- the composer -----------------------------------------------------------------------------
@@ -289,6 +349,7 @@
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var target = event.detail.target;
     var incoming = event.detail.fragment;
+    if (target.id === "prompt-panel") noteFocusBeforeClosing(target, incoming);
     if (target.id === "prompt-panel" && incoming.id === "prompt-panel") {
       // The same prompt again (a resync): keep what the user has chosen so far.
       var same = !target.hidden && target.dataset.promptId && target.dataset.promptId === incoming.dataset.promptId;
@@ -312,6 +373,7 @@
     var scroller = document.getElementById("scroller");
     if (scroller && scroller.dataset.stick) scroller.scrollTop = scroller.scrollHeight;
     updateComposer();
+    if (focusInClosingPanel && !panel()) panelClosed();
   });
 
   htmx.onLoad(function (root) {
