@@ -237,13 +237,20 @@ class Email:
         return bool(settings.EMAIL_BACKEND)
 
     def recipients(self, prompt: Prompt) -> list[Recipient]:
-        # One query on the create path: the owner's address and preferences together.
+        # One light query on the create path: the owner's address and choice, no model built for them.
         owner_id = prompt.session.owner_id
-        owner = get_user_model().objects.select_related("preferences").filter(pk=owner_id, is_active=True).first()
-        if owner is None or not owner.email:
-            return []
-        after = prefs.email_after(owner, preferences_of(owner) or Preferences(user=owner))
-        return [] if after is None else [Recipient(owner.email, after)]
+        found = (
+            get_user_model()
+            .objects.filter(pk=owner_id, is_active=True)
+            .values_list("email", "preferences__email_after")
+            .order_by()[:1]
+        )
+        for address, chosen in found:
+            if address:
+                owner = get_user_model()(pk=owner_id, email=address)
+                after = prefs.email_after(owner, Preferences(user_id=owner_id, email_after=chosen))
+                return [] if after is None else [Recipient(address, after)]
+        return []
 
     async def send(self, chat_id: str, card: Card) -> Ref:
         mail = await database_call(compose)(card.prompt_id, chat_id)
