@@ -38,9 +38,10 @@ if TYPE_CHECKING:
     from .views import LoggedInRequest
 
 PRIVATE_HEADERS = {
-    # The URL is a credential: never cached, never indexed, never sent on as a Referer.
+    # The URL is a credential: never cached, never indexed, never sent to another site as a
+    # Referer. (Not "no-referrer": a form's POST would then say "Origin: null", which CSRF refuses.)
     "Cache-Control": "no-store, private",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "X-Robots-Tag": "noindex, nofollow",
 }
 

@@ -311,7 +311,7 @@ def test_opening_a_one_tap_link_shows_the_choice_and_answers_nothing(smtp, agent
     text = page.content.decode()
     assert "Your choice: <strong>Production</strong>" in text and "Answer “Production”" in text
     assert "Time left:" in text and f"/p/{prompt.pk}/" in text
-    assert page["Cache-Control"] == "no-store, private" and page["Referrer-Policy"] == "no-referrer"
+    assert page["Cache-Control"] == "no-store, private" and page["Referrer-Policy"] == "same-origin"
     assert fresh(prompt).is_pending and not PromptEvent.objects.filter(kind="answered").exists()
 
 
