@@ -19,7 +19,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core import signing
 from django.test import Client
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from askuser_app import contract, prefs, services
 from askuser_app.asyncdb import database_call
@@ -432,13 +432,21 @@ def test_more_time_past_the_limit_says_so(smtp, agent, addressed, settings):
     assert fresh(prompt).extended == 1
 
 
-def test_the_page_speaks_the_owners_language(smtp, agent, addressed):
-    Preferences.objects.update_or_create(user=addressed, defaults={"language": "en"})
+def test_the_mail_and_its_page_speak_the_owners_language(smtp, agent, addressed):
+    Preferences.objects.update_or_create(user=addressed, defaults={"language": "hi"})
     prompt = ask(agent)
 
-    page = Client(headers={"accept-language": "en"}).get(choice_link(prompt))
+    plain, html = mail_of(prompt)
+    page = Client(headers={"accept-language": "en"}).get(links(plain)[1]).content.decode()
 
-    assert page.status_code == 200 and "Time left" in page.content.decode()
+    with translation.override("hi"):
+        in_hindi = email.deadline(prompt.expires_at)
+    with translation.override("en"):
+        assert email.deadline(prompt.expires_at) != in_hindi  # the dates are written differently
+    assert '<html lang="hi">' in html
+    # The deadline in the owner's language's format; the agent's text stays as written.
+    for text in (plain, html, page):
+        assert in_hindi in text and "Where should this release go first?" in text
 
 
 # --- the settings page ----------------------------------------------------------------------------

@@ -164,6 +164,7 @@ def mail_context(prompt: Prompt, owner: User, now: datetime | None = None) -> di
         "more_time_url": link_url(make_token(prompt.pk, owner)) if services.can_extend(prompt, now) else "",
         "more_time_minutes": round(settings.ASKUSER_EXTEND_SECONDS / 60),
         "settings_url": settings.ASKUSER_PUBLIC_URL + reverse("settings"),
+        "language": translation.get_language() or settings.LANGUAGE_CODE,
     }
 
 
