@@ -26,9 +26,17 @@ class Inbox:
     def __init__(self) -> None:
         self.mails: list[EmailMessage] = []
         self.refuse_rcpt = ""  # e.g. "550 5.1.1 No such user"; empty accepts
+        self.refuse_mail = ""  # the same for MAIL FROM, e.g. "553 5.7.1 Sender not allowed"
         self.rcpt_tries = 0
         self.changed = threading.Condition()
         self.port = 0
+
+    async def handle_MAIL(self, server: Any, session: Any, envelope: Any, address: str, options: Any) -> str:
+        if self.refuse_mail:
+            return self.refuse_mail
+        envelope.mail_from = address
+        envelope.mail_options.extend(options)
+        return "250 OK"
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, options: Any) -> str:
         with self.changed:

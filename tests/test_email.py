@@ -247,6 +247,23 @@ def test_an_unreachable_server_is_retried_later(smtp, settings, agent, addressed
     assert row.state == "to_send" and row.attempts == 1 and row.next_attempt_at > timezone.now()
 
 
+@pytest.mark.parametrize(
+    ("refusal", "final"), [("553 5.7.1 Sender not allowed", True), ("451 4.3.0 Try again later", False)]
+)
+def test_a_refused_sender_fails_for_good_on_5xx_and_is_retried_on_4xx(smtp, agent, addressed, refusal, final):
+    smtp.refuse_mail = refusal
+    ask(agent)
+    ChatMessage.objects.update(next_attempt_at=timezone.now())
+    [claimed] = outbox.claim_due(8)
+
+    outcome = async_to_sync(outbox.attempt)(claimed)
+    outbox.record(claimed, timezone.now(), 5, outcome)
+
+    row = ChatMessage.objects.get()
+    assert outcome.final is final and refusal.split()[0] in row.last_error
+    assert row.state == ("failed" if final else "to_send") and smtp.mails == []
+
+
 def test_without_email_host_mail_is_written_into_the_private_data_folder(tmp_path):
     script = (
         "import django, json, os, stat\n"
