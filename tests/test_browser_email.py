@@ -1,6 +1,7 @@
 """A mail's one-tap link in a real browser (chromium) against a real Daphne process and a
 real SMTP server (aiosmtpd): the link opens a confirm page without a login, the button
-answers, and the panel open in the person's other page closes."""
+answers, and the panel open in the person's other page closes; the settings page saves a
+delay in place."""
 
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def test_a_one_tap_link_from_the_mail_confirms_the_answer_and_the_open_panel_clo
     errors: list[str] = []
     confirm = stranger.new_page()
     confirm.on("pageerror", lambda error: errors.append(str(error)))
+    confirm.on("console", lambda message: errors.append(message.text) if "Security Policy" in message.text else None)
     confirm.goto(production.group(1))
     assert "Your choice: Production" in confirm.locator(".email-page").inner_text()
     assert Prompt.objects.get(pk=prompt_id).is_pending  # opening the link answered nothing
@@ -80,5 +82,17 @@ def test_a_one_tap_link_from_the_mail_confirms_the_answer_and_the_open_panel_clo
     assert (result["status"], result["surface"], result["resolved_by"]) == ("answered", "email", "alice")
     assert result["answers"] == {"answers": {"deploy_target": ["Production"]}}
     stranger.close()
+
+    settings_page = person.context.new_page()
+    settings_page.on(
+        "console", lambda message: errors.append(message.text) if "Security Policy" in message.text else None
+    )
+    settings_page.goto("/settings/")
+    section = settings_page.locator("#settings-email")
+    assert "alice@example.com" in section.inner_text()
+    section.get_by_label("Email me about a question left unanswered").select_option("300")
+    section.get_by_role("button", name="Save").click()
+    section.get_by_text("Saved.", exact=True).wait_for(timeout=WAIT_MS)  # swapped in place, no reload
+    assert Preferences.objects.get(user=owner).email_after == 300
     person.context.close()
     assert errors == [] and person.errors == []
