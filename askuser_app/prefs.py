@@ -33,3 +33,11 @@ def email_after(user: User, preferences: Preferences | None = None) -> timedelta
     default = EMAIL_DEFAULT if settings.ASKUSER_EMAIL_SMTP else 0
     seconds = default if chosen is None else chosen
     return timedelta(seconds=seconds) if seconds else None
+
+
+def choose_email_after(user: User, seconds: int) -> Preferences:
+    """Store when ``user`` is emailed about an unanswered prompt: one of ``EMAIL_CHOICES``, 0 is never."""
+    if seconds not in EMAIL_CHOICES:
+        raise ValueError(f"email_after must be one of {EMAIL_CHOICES}, not {seconds}")
+    chosen, _created = Preferences.objects.update_or_create(user=user, defaults={"email_after": seconds})
+    return chosen

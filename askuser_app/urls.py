@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import views
+from . import emailviews, views
 from .chat import views as chat_views
 
 urlpatterns = [
@@ -14,5 +14,6 @@ urlpatterns = [
     path("p/<uuid:prompt_id>/", views.prompt_page, name="prompt"),
     path("settings/", views.settings_page, name="settings"),
     path("settings/chat/", chat_views.chat_settings, name="chat_settings"),
+    path("settings/email/", emailviews.settings_email, name="settings_email"),
     path("chat/", include("askuser_app.chat.urls")),
 ]

@@ -81,6 +81,7 @@ SURFACES = {
     "telegram": gettext_noop("on Telegram"),
     "slack": gettext_noop("on Slack"),
     "discord": gettext_noop("on Discord"),
+    "email": gettext_noop("by email"),
 }
 ELSEWHERE = gettext_noop("elsewhere (%(surface)s)")  # a surface this table does not name
 BY = gettext_noop(" by %(user)s")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from askuser_app.datadir import default_server_url, private_folder, write_private
 
@@ -277,9 +278,25 @@ DISCORD_API_URL = env_str("DISCORD_API_URL", "https://discord.com/api/v10").rstr
 # the address `make run` (setupdemo --url) remembered, else http://127.0.0.1:8000.
 ASKUSER_PUBLIC_URL = (env_str("ASKUSER_PUBLIC_URL") or default_server_url(DATA_DIR)).rstrip("/")
 # Chat sends and edits: tries per step, the first retry's delay in seconds (doubling after).
-# Mail: EMAIL_HOST sends through that SMTP server (and emails unanswered prompts after two
-# minutes by default); without it, mail is written to files in the data folder instead.
-ASKUSER_EMAIL_SMTP = bool(env_str("EMAIL_HOST"))
+# Mail (README "Email"): EMAIL_HOST sends through that SMTP server (and emails unanswered
+# prompts after two minutes by default); without it, each mail is written to a file in the
+# data folder's mail/ instead (0600, like the rest of it: a mail's links answer prompts).
+EMAIL_HOST = env_str("EMAIL_HOST")
+ASKUSER_EMAIL_SMTP = bool(EMAIL_HOST)
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS")  # STARTTLS, usually port 587
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL")  # implicit TLS, usually port 465
+EMAIL_TIMEOUT = float(env_str("EMAIL_TIMEOUT") or 20)  # seconds per SMTP operation
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "askuser <askuser@localhost>")
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("Set EMAIL_USE_TLS or EMAIL_USE_SSL, not both.")
+if ASKUSER_EMAIL_SMTP:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+else:
+    EMAIL_BACKEND = "askuser_app.mailfiles.EmailBackend"
+EMAIL_FILE_PATH = DATA_DIR / "mail"
 
 # "I need more time": each extension adds ASKUSER_EXTEND_SECONDS, at most
 # ASKUSER_EXTEND_TIMES times, never past ASKUSER_EXTEND_LIMIT_SECONDS after creation.

@@ -143,6 +143,11 @@ HTTP_RULES = [
         {"form": {"channel": "telegram", "action": "code"}},
         expect(302),  # no chat app is set up here: back to the page, or to the login
     ),
+    # When to be emailed: the person's own choice (tests/test_email.py); back to the page, or to the login.
+    ("settings/email/", "POST", "/settings/email/", {"form": {"email_after": "0"}}, expect(302)),
+    # A mail's link is its own credential, for every role alike: a forged one is refused, a GET never answers.
+    ("chat/email/<str:token>/", "GET", "/chat/email/forged/", {}, expect(400)),
+    ("chat/email/<str:token>/", "POST", "/chat/email/forged/", {"form": {"action": "answer"}}, expect(400)),
     # A chat app's endpoint answers only while the app is set up (tests/test_chat_*.py).
     ("chat/telegram/webhook", "POST", "/chat/telegram/webhook", {}, expect(404)),
     ("chat/discord/interactions", "POST", "/chat/discord/interactions", {}, expect(404)),
