@@ -576,3 +576,13 @@ def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, f
     [message] = ChatMessage.objects.filter(prompt_id=prompt_id)
     assert message.ref == {"chat_id": CHAT, "message_id": 501}  # the send that landed: the held one never did
     assert [(t.action, t.ok) for t in message.tries.all()] == [("send", True)]  # the dead process recorded none
+
+
+def test_the_chat_apps_page_makes_no_link_code_for_email_or_push(owner):
+    browser = Client()
+    browser.force_login(owner)
+
+    for channel in ("email", "push"):
+        refused = browser.post("/settings/chat/", {"channel": channel, "action": "code"}, follow=True)
+        assert "This chat app is not set up on this server." in refused.content.decode()
+    assert not LinkCode.objects.exists()
