@@ -132,6 +132,7 @@ def created_body(asked: services.Asked) -> dict[str, Any]:
         "id": str(prompt.pk),
         "status": prompt.status,
         "expires_at": contract.iso(prompt.expires_at),
+        "extended": prompt.extended,
         "warnings": prompt.warnings,
         "session": prompt.session.key,
         "run_id": prompt.run.run_id,

@@ -144,6 +144,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if self.session is None:
             await self.send(text_data=await self.render(self.render_sessions))
             return
+        if event.get("status") == "extended":  # the deadline moved: the countdown and its button
+            html = await self.render(ui.render_deadline_change, self.session, event["prompt_id"], self.cookies)
+            if html:
+                await self.send(text_data=html)
+            return
         # A prompt that just appeared has no summary to look up yet.
         change = functools.partial(ui.render_prompt_change, appeared=event.get("status") == "pending")
         await self.send(text_data=await self.render(change, self.session, event["prompt_id"], self.cookies))

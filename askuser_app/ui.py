@@ -201,7 +201,17 @@ def panel_context(
         "collapsed": cookies.get(PANEL_COOKIE) == "collapsed",
         "error": error,
         "now": timezone.now(),
+        **(deadline_context(prompt) if prompt else {}),
     }
+
+
+def deadline_context(prompt: Prompt) -> dict[str, Any]:
+    """What the countdown and the More time button show (``partials/deadline.html``)."""
+    now = timezone.now()
+    seconds = services.extension_seconds(prompt, now)
+    # "+15 min"; a last, shorter extension up to the cap says what it really adds.
+    minutes = max(1, round(seconds / 60)) if seconds else 0
+    return {"prompt": prompt, "now": now, "extend_minutes": minutes}
 
 
 def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
@@ -290,6 +300,22 @@ def render_panel(
 ) -> str:
     context = {**panel_context(session, cookies, error=error, pending=pending), "oob": oob}
     return render_to_string("askuser/partials/panel.html", context)
+
+
+def render_deadline(session: Session, prompt: Prompt) -> str:
+    """The prompt's countdown and More time button, swapped in place by id: the
+    rest of the panel, and whatever the person has chosen in it, stays as it is."""
+    context = {**deadline_context(prompt), "session": session, "oob": True}
+    return render_to_string("askuser/partials/deadline.html", context)
+
+
+def render_deadline_change(session: Session, prompt_id: str, cookies: dict[str, str]) -> str:
+    """What a tab needs when a prompt's deadline moved: its countdown and button;
+    nothing once it resolved meanwhile (its resolution has a push of its own)."""
+    prompt = session.prompts.filter(pk=prompt_id).first()
+    if prompt is None or not prompt.is_pending:
+        return ""
+    return render_deadline(session, prompt)
 
 
 def render_appended(items: list[Item]) -> str:

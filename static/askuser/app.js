@@ -32,7 +32,11 @@
       element.classList.toggle("is-urgent", seconds > 0 && seconds < 60);
       element.classList.toggle("is-over", seconds <= 0);
       var owner = element.closest("#prompt-panel");
-      if (owner && seconds <= 0) owner.classList.add("is-expired");
+      if (owner) {
+        // More time moves the deadline: the panel follows its countdown.
+        owner.dataset.expiresAt = element.dataset.expiresAt;
+        owner.classList.toggle("is-expired", seconds <= 0);
+      }
     });
   }
 
@@ -311,6 +315,7 @@
   });
 
   document.addEventListener("htmx:oobAfterSwap", function () {
+    tick(); // a countdown swapped in (More time) shows its new time at once
     var scroller = document.getElementById("scroller");
     if (scroller && scroller.dataset.stick) scroller.scrollTop = scroller.scrollHeight;
     updateComposer();
