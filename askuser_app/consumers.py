@@ -181,7 +181,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
             everything = self.query.get("all") == ["1"]
             return ui.render_sessions_since(self.scope["user"], self.since, everything=everything)
         shown = self.query.get("shown", [""])[0]
-        return ui.render_catch_up(self.session, self.cookies, self.since, shown)
+        extended = self.query.get("extended", [""])[0]
+        return ui.render_catch_up(self.session, self.cookies, self.since, shown, extended)
 
     def render_sessions(self) -> str:
         # A list opened with ?all=1 keeps showing the idle sessions as it updates.

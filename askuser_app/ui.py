@@ -346,7 +346,9 @@ def with_catch_up(sessions: QuerySet[Session], since: datetime) -> QuerySet[With
     )
 
 
-def render_catch_up(session: Session, cookies: dict[str, str], since: datetime | None, shown: str = "") -> str:
+def render_catch_up(
+    session: Session, cookies: dict[str, str], since: datetime | None, shown: str = "", extended: str = ""
+) -> str:
     """What a tab needs on (re)connecting: the panel, unless its page already
     shows the prompt that is pending (``shown``, its id or "" for none), and
     the timeline items it may have missed since ``since``; without ``since``,
@@ -367,7 +369,16 @@ def render_catch_up(session: Session, cookies: dict[str, str], since: datetime |
     pending = state["pending_id"]
     unchanged = str(pending or "") == shown
     panel = "" if unchanged else render_panel(session, cookies, oob=True, pending=pending is not None)
+    if unchanged and pending is not None and extended.isdecimal():
+        panel = _deadline_if_moved(session, pending, int(extended))
     return panel + render_appended(items)
+
+
+def _deadline_if_moved(session: Session, prompt_id: uuid.UUID, extended: int) -> str:
+    """The countdown of the prompt a page shows, if the person asked for more time since
+    (``extended``: the count the page shows); a page that shows the latest gets nothing."""
+    prompt = session.prompts.filter(pk=prompt_id, status=Prompt.Status.PENDING).exclude(extended=extended).first()
+    return render_deadline(session, prompt) if prompt is not None else ""
 
 
 def sessions_changed(user: Any, since: datetime) -> bool:

@@ -324,6 +324,28 @@ async def test_every_open_tab_hears_the_new_deadline_without_losing_its_form(age
         await tab.disconnect()
 
 
+@pytest.mark.django_db(transaction=True)
+async def test_a_tab_that_reconnects_after_missing_more_time_gets_the_new_countdown(agent, owner):
+    await database_call(services.post_agent_message)(agent, "support-42", "Hello")
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    prompt = await database_call(ask)(agent)
+    cursor = await database_call(ui.timeline_cursor)()
+    await database_call(services.extend)(prompt, by=owner, surface="web")  # while the tab was away
+    path = f"/ws/sessions/support-42/?since={cursor}&shown={prompt.pk}&extended="
+
+    behind = await connect(path + "0", owner)
+    await behind.connect(timeout=DEADLINE)
+    html = await behind.receive_from(timeout=DEADLINE)
+    new = (await database_call(stored)(prompt)).expires_at
+    assert f'data-expires-at="{new.isoformat()}"' in html and 'id="prompt-panel"' not in html
+    await behind.disconnect()
+
+    current = await connect(path + "1", owner)  # a tab that heard it is sent nothing
+    await current.connect(timeout=DEADLINE)
+    assert await current.receive_nothing(timeout=0.3)
+    await current.disconnect()
+
+
 # --- the admin -----------------------------------------------------------------------------------
 
 

@@ -357,6 +357,9 @@
     if (resumed.searchParams.has("shown")) {
       var shown = panel();
       resumed.searchParams.set("shown", shown ? shown.dataset.promptId || "" : "");
+      // And how often its deadline was moved: a More time missed meanwhile comes back.
+      var countdown = shown && shown.querySelector(".countdown[data-extended]");
+      resumed.searchParams.set("extended", countdown ? countdown.dataset.extended : "");
     }
     return resumed.toString();
   }
