@@ -6,9 +6,10 @@ from datetime import datetime
 
 import httpx
 
+from askuser_app import contract, services
 from askuser_app.models import Prompt
 
-from .test_browser import WAIT_MS, agent_api, chromium, human, panel_open, pytestmark, server, shot  # noqa: F401  (fixtures)
+from .test_browser import WAIT_MS, Human, agent_api, chromium, human, panel_open, pytestmark, server, shot  # noqa: F401  (fixtures)
 
 
 def shown_deadline(page) -> str:
@@ -39,8 +40,8 @@ def test_more_time_in_one_tab_moves_the_countdown_in_both_and_the_agent_sees_it(
     assert second.locator("#prompt-panel").get_by_text("Deadline moved once").is_visible()
     body = httpx.get(f"{agent_api.server.url}/api/v1/prompts/{prompt_id}", headers=agent_api.headers).json()
     assert body["extended"] == 1
-    assert datetime.fromisoformat(body["expires_at"]) == Prompt.objects.get(pk=prompt_id).expires_at
-    assert datetime.fromisoformat(body["expires_at"]) == datetime.fromisoformat(shown_deadline(first))
+    assert body["expires_at"] == contract.iso(Prompt.objects.get(pk=prompt_id).expires_at)
+    assert body["expires_at"] == contract.iso(datetime.fromisoformat(shown_deadline(first)))  # what both tabs show
     shot(first, "more-time-once")
 
     for count in (2, 3):
@@ -61,3 +62,20 @@ def test_more_time_in_one_tab_moves_the_countdown_in_both_and_the_agent_sees_it(
         httpx.get(f"{agent_api.server.url}/api/v1/prompts/{prompt_id}", headers=agent_api.headers).json()["extended"]
         == 3
     )
+
+
+def test_the_phone_card_offers_more_time_too(chromium, server, owner, agent, agent_api):  # noqa: F811
+    services.post_agent_message(agent, "support-42", "Quick question from your agent.")
+    person = Human(chromium, server, owner, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = person.open()
+    prompt_id = agent_api.ask()
+    button = panel_open(page).get_by_role("button", name="More time (+15 min)")
+
+    assert button.bounding_box()["height"] >= 44  # touch-sized
+    button.tap()
+
+    page.wait_for_selector("text=Deadline moved once", timeout=WAIT_MS)
+    assert Prompt.objects.get(pk=prompt_id).extended == 1
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    person.context.close()
+    assert person.errors == []
