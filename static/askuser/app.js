@@ -111,7 +111,7 @@
 
   function submit(element, action) {
     var button = element.querySelector('button[name="action"][value="' + action + '"]');
-    var form = element.querySelector("form");
+    var form = element.querySelector(".panel-form");
     if (form.requestSubmit) form.requestSubmit(button);
     else button.click();
   }
