@@ -425,6 +425,7 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
         "surface",
         "resolved_by",
         "time_to_resolution",
+        "extended_times",
     )
     list_filter = (
         "status",
@@ -447,7 +448,10 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
     actions = ("cancel_pending",)
     fieldsets = (
         (None, {"fields": ("id", "status", "reason", "agent", "owner", "session", "run")}),
-        ("Time", {"fields": ("created", "timeout_seconds", "expires", "resolved", "time_to_resolution")}),
+        (
+            "Time",
+            {"fields": ("created", "timeout_seconds", "expires", "extended_times", "resolved", "time_to_resolution")},
+        ),
         ("Resolved", {"fields": ("resolved_by", "surface")}),
         (
             "As the agent sent and received it",
@@ -493,6 +497,11 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
     @admin.display(description="expires (UTC)")
     def expires(self, prompt: Prompt) -> str:
         return f"{prompt.expires_at.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
+
+    @admin.display(description="extended", ordering="extended")
+    def extended_times(self, prompt: Prompt) -> str:
+        """How often the person asked for more time (each moved ``expires``)."""
+        return f"{prompt.extended}×" if prompt.extended else "—"
 
     @admin.display(description="resolved (UTC)")
     def resolved(self, prompt: Prompt) -> str:

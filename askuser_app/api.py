@@ -132,6 +132,7 @@ def created_body(asked: services.Asked) -> dict[str, Any]:
         "id": str(prompt.pk),
         "status": prompt.status,
         "expires_at": contract.iso(prompt.expires_at),
+        "extended": prompt.extended,
         "warnings": prompt.warnings,
         "session": prompt.session.key,
         "run_id": prompt.run.run_id,
@@ -232,7 +233,10 @@ def long_poll_operations() -> dict[str, dict[str, Any]]:
             "Read or wait for the result",
             """The prompt's result (SPEC 3.2). With ``wait`` (0–55 s) the request holds
 until the prompt resolves or ``wait`` passes, then returns its state:
-``pending`` or terminal. Repeat until terminal.""",
+``pending`` or terminal. Repeat until terminal. A pending state carries
+``expires_at``, the deadline as it stands, and ``extended``, how many times the
+person asked for more time: each moves the deadline later, and a wait holding
+meanwhile goes on to the new one.""",
             [prompt_id, WAIT_PARAMETER],
             contract.ResultOut,
         ),

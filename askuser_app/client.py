@@ -15,6 +15,10 @@ caller is cancelled or interrupted. It returns the server's result unchanged:
 ``{"status": "answered", "answers": {"answers": {...}}, ...}`` or
 ``{"status": "no_answer", ...}``.
 
+When the person asks for more time, the prompt's ``expires_at`` moves later
+(and its ``extended`` count grows): the wait follows the new deadline, and
+``ask(..., on_extended=callback)`` calls ``callback(Extension)`` each time.
+
 This module imports nothing from Django and needs only httpx (and anyio,
 which httpx brings): copy it into an agent's code base as it is.
 
@@ -36,7 +40,7 @@ import sys
 import time
 import unicodedata
 import uuid
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -173,6 +177,35 @@ class Call:
 @dataclass(frozen=True)
 class Pause:
     seconds: float
+
+
+@dataclass(frozen=True)
+class Extension:
+    """The person asked for more time: the prompt's new deadline, and how much it moved."""
+
+    prompt_id: str
+    expires_at: str  # ISO 8601, as the API gives it
+    extended: int  # how many times the person has asked for more time so far
+    added_seconds: int  # how much later the deadline is than when last seen
+
+    @property
+    def added_minutes(self) -> int:
+        return max(1, round(self.added_seconds / 60))
+
+
+OnExtended = Callable[[Extension], None]
+
+
+def _timestamp(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def extension_between(seen: Mapping[str, Any], pending: Mapping[str, Any]) -> Extension | None:
+    """The extension from one pending state of a prompt to a later one, if its deadline moved."""
+    if pending.get("extended", 0) <= seen.get("extended", 0):
+        return None
+    added = round(_timestamp(pending["expires_at"]) - _timestamp(seen["expires_at"]))
+    return Extension(str(pending["id"]), pending["expires_at"], int(pending["extended"]), added)
 
 
 T = TypeVar("T")
@@ -347,11 +380,11 @@ class Operations:
             body["title"] = title
         return Asking(body)
 
-    def ask_steps(self, asking: Asking) -> Steps[JSON]:
+    def ask_steps(self, asking: Asking, on_extended: OnExtended | None = None) -> Steps[JSON]:
         started = time.monotonic()
         created = yield from self.create_steps(asking)
         deadline = started + created["timeoutSeconds"] + self.grace
-        return (yield from self.wait_steps(created["id"], deadline))
+        return (yield from self.wait_steps(created["id"], deadline, on_extended, seen=created))
 
     def create_steps(self, asking: Asking) -> Steps[JSON]:
         call = Call("POST", "/api/v1/prompts", asking.body, headers={"Idempotency-Key": asking.key})
@@ -360,8 +393,18 @@ class Operations:
         asking.prompt_id = created["id"]
         return created
 
-    def wait_steps(self, prompt_id: str, deadline: float | None = None) -> Steps[JSON]:
-        """Repeat the bounded long-poll until the prompt is no longer pending."""
+    def wait_steps(
+        self,
+        prompt_id: str,
+        deadline: float | None = None,
+        on_extended: OnExtended | None = None,
+        *,
+        seen: Mapping[str, Any] | None = None,
+    ) -> Steps[JSON]:
+        """Repeat the bounded long-poll until the prompt is no longer pending.
+
+        Retries last until the prompt's deadline (plus ``grace``) as the server
+        last gave it: when the person asks for more time, they last longer too."""
         call = Call(
             "GET", f"/api/v1/prompts/{prompt_id}", params={"wait": self.wait_seconds}, timeout=self.wait_seconds + 15
         )
@@ -370,13 +413,15 @@ class Operations:
             result = yield from retrying(call, until, prompt_id)
             if result["status"] != "pending":
                 return result
-            if deadline is None:
-                until = self.deadline_of(result)
+            until = self.deadline_of(result) if deadline is None else max(until, self.deadline_of(result))
+            extension = extension_between(seen, result) if seen is not None else None
+            if extension is not None and on_extended is not None:
+                on_extended(extension)
+            seen = result
 
     def deadline_of(self, pending: Mapping[str, Any]) -> float:
         """The prompt's deadline on the monotonic clock, with grace for clock skew."""
-        expires_at = datetime.fromisoformat(pending["expires_at"].replace("Z", "+00:00")).timestamp()
-        return time.monotonic() + max(expires_at - time.time(), 0) + self.grace
+        return time.monotonic() + max(_timestamp(pending["expires_at"]) - time.time(), 0) + self.grace
 
     def abandon_steps(self, asking: Asking) -> Steps[None]:
         """Cancel what an interrupted ask left pending; best effort, never raises."""
@@ -462,13 +507,16 @@ class AskUserClient:
         run_id: str | None = None,
         run_kind: str = "main",
         timeout_seconds: int | None = None,
+        on_extended: OnExtended | None = None,
     ) -> dict[str, Any]:
-        """Ask 1–3 questions and block until the result (``timeout_seconds`` defaults to 900)."""
+        """Ask 1–3 questions and block until the result (``timeout_seconds`` defaults to 900).
+
+        ``on_extended`` is called with an ``Extension`` each time the person asks for more time."""
         asking = self.ops.asking(
             questions, session=session, title=title, run_id=run_id, run_kind=run_kind, timeout_seconds=timeout_seconds
         )
         try:
-            return self.run(self.ops.ask_steps(asking))
+            return self.run(self.ops.ask_steps(asking, on_extended))
         except AskUserError:
             raise
         except BaseException:  # KeyboardInterrupt, SystemExit, a failing hook: leave nothing pending
@@ -482,9 +530,9 @@ class AskUserClient:
         """
         return self.run(self.ops.create_steps(self.ops.asking(questions, **fields)))
 
-    def wait(self, prompt_id: str) -> dict[str, Any]:
-        """Block until the prompt resolves and return its result."""
-        return self.run(self.ops.wait_steps(prompt_id))
+    def wait(self, prompt_id: str, *, on_extended: OnExtended | None = None) -> dict[str, Any]:
+        """Block until the prompt resolves and return its result (``on_extended`` as for ``ask``)."""
+        return self.run(self.ops.wait_steps(prompt_id, None, on_extended))
 
     def result(self, prompt_id: str, *, wait: float = 0) -> dict[str, Any]:
         """The prompt's state now (``pending`` or the result), holding up to ``wait`` seconds."""
@@ -549,13 +597,16 @@ class AsyncAskUserClient:
         run_id: str | None = None,
         run_kind: str = "main",
         timeout_seconds: int | None = None,
+        on_extended: OnExtended | None = None,
     ) -> dict[str, Any]:
-        """Ask 1–3 questions and wait for the result; cancelling the task cancels the prompt."""
+        """Ask 1–3 questions and wait for the result; cancelling the task cancels the prompt.
+
+        ``on_extended`` is called with an ``Extension`` each time the person asks for more time."""
         asking = self.ops.asking(
             questions, session=session, title=title, run_id=run_id, run_kind=run_kind, timeout_seconds=timeout_seconds
         )
         try:
-            return await self.run(self.ops.ask_steps(asking))
+            return await self.run(self.ops.ask_steps(asking, on_extended))
         except AskUserError:
             raise
         except BaseException:  # CancelledError, KeyboardInterrupt: leave nothing pending
@@ -567,8 +618,8 @@ class AsyncAskUserClient:
     async def create(self, questions: Questions, **fields: Any) -> dict[str, Any]:
         return await self.run(self.ops.create_steps(self.ops.asking(questions, **fields)))
 
-    async def wait(self, prompt_id: str) -> dict[str, Any]:
-        return await self.run(self.ops.wait_steps(prompt_id))
+    async def wait(self, prompt_id: str, *, on_extended: OnExtended | None = None) -> dict[str, Any]:
+        return await self.run(self.ops.wait_steps(prompt_id, None, on_extended))
 
     async def result(self, prompt_id: str, *, wait: float = 0) -> dict[str, Any]:
         return await self.run(self.ops.result_steps(prompt_id, wait))

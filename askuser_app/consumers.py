@@ -203,6 +203,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if heard == "user":
             return html + self.render_sessions() if self.lists else html
         assert self.session is not None  # heard as "session": the page's own
+        if event.get("status") == "extended":  # the deadline moved: the countdown and its button
+            return html + ui.render_deadline_change(self.session, event["prompt_id"], self.cookies)
         # A prompt that just appeared has no summary to look up yet.
         appeared = event.get("status") == "pending"
         return html + ui.render_prompt_change(self.session, event["prompt_id"], self.cookies, appeared=appeared)
@@ -216,7 +218,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
             everything = self.query.get("all") == ["1"]
             return waiting + ui.render_sessions_since(self.scope["user"], self.since, everything=everything)
         shown = self.query.get("shown", [""])[0]
-        return ui.render_catch_up(self.session, self.cookies, self.since, shown)
+        extended = self.query.get("extended", [""])[0]
+        return ui.render_catch_up(self.session, self.cookies, self.since, shown, extended)
 
     def render_sessions(self) -> str:
         # A list opened with ?all=1 keeps showing the idle sessions as it updates.

@@ -346,8 +346,9 @@ def iso(moment: datetime | None) -> str | None:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def pending_result(prompt_id: str, expires_at: datetime) -> dict[str, Any]:
-    return {"status": "pending", "id": prompt_id, "expires_at": iso(expires_at)}
+def pending_result(prompt_id: str, expires_at: datetime, extended: int = 0) -> dict[str, Any]:
+    """A pending prompt: its deadline as it stands, and how often the person moved it."""
+    return {"status": "pending", "id": prompt_id, "expires_at": iso(expires_at), "extended": extended}
 
 
 def answered_result(
@@ -445,7 +446,14 @@ class ResultOut(Document):
 
     status: Literal["pending", "answered", "no_answer"]
     id: str
-    expires_at: str | None = None
+    expires_at: str | None = Field(
+        default=None,
+        description="While pending: the deadline as it stands now; it moves when the person asks for more time.",
+    )
+    extended: int | None = Field(
+        default=None,
+        description="While pending: how many times the person asked for more time (each moves expires_at later).",
+    )
     answers: AnswersOut | None = None
     reason: Literal["expired", "cancelled", "aborted", "skipped"] | None = None
     resolved_by: str | None = None
@@ -460,6 +468,7 @@ class CreatedOut(Document):
     id: str
     status: Literal["pending", "answered", "no_answer"]
     expires_at: str
+    extended: int = Field(description="How many times the person asked for more time; 0 when just asked.")
     warnings: list[str]
     session: str
     run_id: str

@@ -106,15 +106,38 @@ async def wait_for_result(
         agent, state = await _read_state(authorization, key)
         if state["status"] != "pending" or wait <= 0:
             return state
-        deadline = datetime.fromisoformat(state["expires_at"]).timestamp()
+        end = time.time() + wait
         with parked.hold(agent, address):
-            event = await _next(inbox, min(wait, deadline - time.time() + 0.01))
-        if event is not None:
+            result = await _resolution(inbox, state, end)
+        if result is not None:
+            return result
+    # Past the deadline, this read expires the prompt (or finds it moved: an
+    # extension the layer did not bring); a wait that could not subscribe heard
+    # nothing, so it reads too. Otherwise it is still pending.
+    past_deadline = time.time() >= _deadline(state)
+    return (await _read_state(authorization, key))[1] if past_deadline or inbox.deaf else state
+
+
+async def _resolution(inbox: Inbox, state: dict[str, Any], end: float) -> dict[str, Any] | None:
+    """The result a resolution brings before ``end`` or the deadline, whichever is first.
+
+    An extension (``prompt.extended``) moves the deadline in ``state``, which
+    the wait then runs to: a wait bounded by the old deadline goes on."""
+    while True:
+        event = await _next(inbox, min(end, _deadline(state) + 0.01) - time.time())
+        if event is None:
+            return None
+        if event["type"] == "prompt.resolved":
             result: dict[str, Any] = event["result"]
             return result
-    # Past the deadline, this read expires the prompt; a wait that could not
-    # subscribe heard nothing, so it reads too. Otherwise it is still pending.
-    return (await _read_state(authorization, key))[1] if time.time() >= deadline or inbox.deaf else state
+        if event["type"] == "prompt.extended" and event["extended"] > state.get("extended", 0):
+            state.update(
+                expires_at=contract.iso(datetime.fromisoformat(event["expires_at"])), extended=event["extended"]
+            )
+
+
+def _deadline(state: dict[str, Any]) -> float:
+    return datetime.fromisoformat(state["expires_at"]).timestamp()
 
 
 @database_call

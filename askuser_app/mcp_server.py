@@ -28,17 +28,16 @@ import asyncio
 import contextlib
 import functools
 import hashlib
-import itertools
 import json
 import logging
 import os
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import httpx
 import mcp_types as types
 from channels.routing import get_default_application
@@ -57,6 +56,7 @@ from .client import (
     TOOL_FIELDS,
     AskUserError,
     AsyncAskUserClient,
+    Extension,
     ValidationError,
     clean_title,
     new_session_key,
@@ -103,9 +103,16 @@ def build_server(asker_for: AskerFor, *, progress_every: float | None = None) ->
         if unknown:
             return failure(f"{unknown[0]}: is not a known field; ask_user takes only questions and timeoutSeconds.")
         async with asker_for(ctx) as asker:
-            asking = asker.client.ask(arguments, session=asker.session, run_id=asker.run_id, title=asker.title)
+            extensions: asyncio.Queue[Extension] = asyncio.Queue()
+            asking = asker.client.ask(
+                arguments,
+                session=asker.session,
+                run_id=asker.run_id,
+                title=asker.title,
+                on_extended=extensions.put_nowait,
+            )
             try:
-                result = await with_progress(ctx, asking, every)
+                result = await with_progress(ctx, asking, every, extensions)
             except AskUserError as exc:
                 return failure(describe(exc))
         return types.CallToolResult(
@@ -117,16 +124,26 @@ def build_server(asker_for: AskerFor, *, progress_every: float | None = None) ->
 
 
 async def with_progress(
-    ctx: ServerRequestContext[Any, Any], asking: Awaitable[dict[str, Any]], every: float
+    ctx: ServerRequestContext[Any, Any],
+    asking: Awaitable[dict[str, Any]],
+    every: float,
+    extensions: asyncio.Queue[Extension] | None = None,
 ) -> dict[str, Any]:
-    """Await the answer, telling the MCP client every ``every`` seconds that it is still coming."""
+    """Await the answer, telling the MCP client every ``every`` seconds that it is still coming,
+    and at once when the person asks for more time (``extensions``, from the client's wait)."""
+    extensions = extensions if extensions is not None else asyncio.Queue()
+
+    started = time.monotonic()
 
     async def tick() -> None:
-        for ticks in itertools.count(1):
-            await anyio.sleep(every)
-            waited = round(ticks * every, 3)
+        waited = 0.0
+        while True:
+            extension = await _next_extension(extensions, every)
+            # The seconds waited so far, which only grow (progress must).
+            waited = max(round(time.monotonic() - started, 3), waited + 0.001)
+            message = more_time(extension) if extension else f"Waiting for the user's answer ({waited:g} s)"
             try:
-                await ctx.session.report_progress(waited, None, f"Waiting for the user's answer ({waited:g} s)")
+                await ctx.session.report_progress(waited, None, message)
             except Exception:  # a client that went away hears nothing; the wait goes on
                 log.debug("Progress notification not sent", exc_info=True)
 
@@ -135,6 +152,20 @@ async def with_progress(
         return await asking
     finally:
         ticker.cancel()
+
+
+async def _next_extension(extensions: asyncio.Queue[Extension], within: float) -> Extension | None:
+    try:
+        async with asyncio.timeout(within):
+            return await extensions.get()
+    except TimeoutError:
+        return None
+
+
+def more_time(extension: Extension) -> str:
+    """The progress message for an extension: "the user asked for more time: 15 more minutes"."""
+    minutes = extension.added_minutes
+    return f"the user asked for more time: {minutes} more minute{'' if minutes == 1 else 's'}"
 
 
 def failure(message: str) -> types.CallToolResult:

@@ -65,7 +65,8 @@ def prompt_extended(extended: Any) -> None:
         prompt_group(prompt.pk),
         {"type": "prompt.extended", "expires_at": deadline, "extended": prompt.extended},
     )
-    _announce([waiters, *_browser_messages(prompt, "pending")])
+    # "extended", not "pending": a tab redraws the countdown, and nothing takes it for a new prompt.
+    _announce([waiters, *_browser_messages(prompt, "extended")])
 
 
 def message_created(message: Message) -> None:

@@ -357,7 +357,12 @@ def _expire_overdue_in(session: Session) -> bool:
     overdue = Prompt.objects.filter(session=session, status=PENDING, expires_at__lte=timezone.now()).first()
     if overdue is None:
         return False
-    _expire(overdue)
+    try:
+        _expire(overdue)
+    except AlreadyResolved:
+        pass  # resolved meanwhile: the session is free all the same
+    except Conflict:
+        return False  # More time moved its deadline in the same instant: still pending
     return True
 
 
@@ -575,20 +580,27 @@ def expire_due() -> int:
         try:
             _expire(prompt)
             count += 1
-        except AlreadyResolved:
+        except Conflict:  # resolved meanwhile, or its deadline moved (More time): not due
             pass
     return count
 
 
+@dataclass(frozen=True)
 class Extended:
     """A deadline moved: the prompt as it now stands, and the old deadline."""
 
-    def __init__(self, prompt: Prompt, previous: datetime) -> None:
-        self.prompt, self.previous = prompt, previous
+    prompt: Prompt
+    previous: datetime
 
     @property
     def added_seconds(self) -> int:
         return round((self.prompt.expires_at - self.previous).total_seconds())
+
+
+# Two people asking for more time in the same instant (two tabs, the panel and
+# the email page) each get their extension: the loser of the compare-and-set
+# reads the prompt again and tries once more, up to this many times.
+EXTEND_TRIES = 5
 
 
 def extension_limits(prompt: Prompt) -> tuple[int, datetime]:
@@ -597,10 +609,19 @@ def extension_limits(prompt: Prompt) -> tuple[int, datetime]:
     return left, prompt.created_at + timedelta(seconds=settings.ASKUSER_EXTEND_LIMIT_SECONDS)
 
 
+def extension_seconds(prompt: Prompt, now: datetime | None = None) -> int:
+    """How many seconds the next "More time" would add; 0 when no more may be added
+    (resolved, overdue, extended ``ASKUSER_EXTEND_TIMES`` times, or at the cap)."""
+    left, latest = extension_limits(prompt)
+    if not prompt.is_pending or prompt.is_overdue(now) or left == 0:
+        return 0
+    room = (latest - prompt.expires_at).total_seconds()
+    return max(0, min(settings.ASKUSER_EXTEND_SECONDS, math.floor(room)))
+
+
 def can_extend(prompt: Prompt, now: datetime | None = None) -> bool:
     """More time can still be asked for: pending, in time, extensions left, not at the cap."""
-    left, latest = extension_limits(prompt)
-    return prompt.is_pending and not prompt.is_overdue(now) and left > 0 and prompt.expires_at < latest
+    return extension_seconds(prompt, now) > 0
 
 
 def extend(prompt: Prompt, *, by: User | None, surface: str) -> Extended:
@@ -610,41 +631,57 @@ def extend(prompt: Prompt, *, by: User | None, surface: str) -> Extended:
     after creation (``Refused``, code ``extend_limit``). It is a compare-and-set on the
     deadline and the count, like every transition here: an extension that loses to the expiry
     (or to an answer) raises ``AlreadyResolved``; one that wins means the old deadline no
-    longer expires the prompt, since an expiry only wins once the deadline has passed."""
+    longer expires the prompt, since an expiry only wins once the deadline has passed (the
+    expiry's own compare-and-set reads the deadline the extension wrote). Extensions racing
+    each other each count once, never past the limits."""
+    for _try in range(EXTEND_TRIES):
+        current = Prompt.objects.get(pk=prompt.pk)
+        _check_extendable(current)
+        extended = _extend_once(current, by, surface)
+        if extended is not None:
+            prompt.expires_at, prompt.extended = current.expires_at, current.extended
+            return extended
+    raise Conflict(_("The deadline kept changing meanwhile; try again."))
+
+
+def _check_extendable(current: Prompt) -> None:
     now = timezone.now()
-    current = Prompt.objects.get(pk=prompt.pk)
     if not current.is_pending or current.is_overdue(now):
         raise AlreadyResolved(_current_expiring_if_overdue(current))
-    left, latest = extension_limits(current)
-    if left == 0 or current.expires_at >= latest:
-        raise Refused(_("No more time can be added to this prompt."), code="extend_limit")
-    previous = current.expires_at
-    deadline = min(previous + timedelta(seconds=settings.ASKUSER_EXTEND_SECONDS), latest)
+    if not can_extend(current, now):
+        raise Refused(
+            _("No more time can be added to this question: it has had all the extra time it may get."),
+            code="extend_limit",
+        )
+
+
+def _extend_once(current: Prompt, by: User | None, surface: str) -> Extended | None:
+    """One compare-and-set on the deadline and the count as ``current`` read them; None when it lost."""
+    now = timezone.now()
+    previous, count = current.expires_at, current.extended
+    deadline = previous + timedelta(seconds=extension_seconds(current, now))
     with transaction.atomic():
         won = Prompt.objects.filter(
-            pk=current.pk, status=PENDING, expires_at=previous, extended=current.extended, expires_at__gt=now
-        ).update(expires_at=deadline, extended=current.extended + 1)
-        if won:
-            _record(
-                current,
-                PromptEvent.Kind.EXTENDED,
-                _username(by) or "unknown",
-                surface,
-                previous=contract.iso(previous),
-                deadline=contract.iso(deadline),
-            )
-            extended = Extended(current, previous)
-            transaction.on_commit(lambda: realtime.prompt_extended(extended), robust=True)
-            transaction.on_commit(lambda: signals.deadline_added.send(None, expires_at=deadline), robust=True)
-    if not won:
-        # Lost to the expiry, an answer, or another extension in the same instant: say which.
-        again = _current_expiring_if_overdue(current)
-        if again.is_pending:
-            raise Conflict(_("The deadline changed meanwhile; it is now %(when)s.") % {"when": clock(again.expires_at)})
-        raise AlreadyResolved(again)
-    current.expires_at, current.extended = deadline, current.extended + 1
-    prompt.expires_at, prompt.extended = current.expires_at, current.extended
-    return Extended(current, previous)
+            pk=current.pk, status=PENDING, expires_at=previous, extended=count, expires_at__gt=now
+        ).update(expires_at=deadline, extended=count + 1)
+        if not won:
+            return None
+        # Set before the announcement: outside an outer transaction it leaves as this block ends.
+        current.expires_at, current.extended = deadline, count + 1
+        extended = Extended(current, previous)
+        _record(
+            current,
+            PromptEvent.Kind.EXTENDED,
+            _username(by) or "unknown",
+            surface,
+            previous=contract.iso(previous),
+            deadline=contract.iso(deadline),
+            added_seconds=extended.added_seconds,
+            extended=count + 1,
+        )
+        transaction.on_commit(lambda: realtime.prompt_extended(extended), robust=True)
+        transaction.on_commit(lambda: signals.deadline_added.send(Prompt, expires_at=deadline), robust=True)
+    return extended
 
 
 def next_deadline() -> datetime | None:
@@ -737,7 +774,10 @@ def _transition(prompt: Prompt, resolution: Resolution) -> Prompt:
             webhooks.prompt_resolved(prompt, resolution.result)
             chat_outbox.prompt_resolved(prompt)
     if not won:
-        raise AlreadyResolved(_current_expiring_if_overdue(prompt))
+        current = _current_expiring_if_overdue(prompt)
+        if current.is_pending:  # an expiry read the deadline before More time moved it
+            raise Conflict(f"This prompt is still in time until {clock(current.expires_at)}.")
+        raise AlreadyResolved(current)
     prompt.status, prompt.reason, prompt.surface = resolution.status, resolution.reason, resolution.surface
     prompt.resolved_at, prompt.resolved_by, prompt.result = resolution.resolved_at, resolution.by, resolution.result
     return prompt
@@ -751,6 +791,8 @@ def _current_expiring_if_overdue(prompt: Prompt) -> Prompt:
             return _expire(current)
         except AlreadyResolved as lost:
             return lost.prompt
+        except Conflict:  # not overdue after all: More time moved its deadline meanwhile
+            return Prompt.objects.get(pk=prompt.pk)
     return current
 
 
@@ -865,7 +907,7 @@ def result_expiring_if_overdue(prompt: Prompt) -> dict[str, Any]:
     if prompt.result is not None:
         result: dict[str, Any] = prompt.result
         return result
-    return contract.pending_result(str(prompt.pk), prompt.expires_at)
+    return contract.pending_result(str(prompt.pk), prompt.expires_at, prompt.extended)
 
 
 def prompt_for_owner(owner_id: int, prompt_id: uuid.UUID | str) -> Prompt:

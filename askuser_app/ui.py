@@ -203,7 +203,17 @@ def panel_context(
         "collapsed": cookies.get(PANEL_COOKIE) == "collapsed",
         "error": error,
         "now": timezone.now(),
+        **(deadline_context(prompt) if prompt else {}),
     }
+
+
+def deadline_context(prompt: Prompt) -> dict[str, Any]:
+    """What the countdown and the More time button show (``partials/deadline.html``)."""
+    now = timezone.now()
+    seconds = services.extension_seconds(prompt, now)
+    # "+15 min"; a last, shorter extension up to the cap says what it really adds.
+    minutes = max(1, round(seconds / 60)) if seconds else 0
+    return {"prompt": prompt, "now": now, "extend_minutes": minutes}
 
 
 def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
@@ -359,6 +369,22 @@ def render_panel(
     return render_to_string("askuser/partials/panel.html", context)
 
 
+def render_deadline(session: Session, prompt: Prompt) -> str:
+    """The prompt's countdown and More time button, swapped in place by id: the
+    rest of the panel, and whatever the person has chosen in it, stays as it is."""
+    context = {**deadline_context(prompt), "session": session, "oob": True}
+    return render_to_string("askuser/partials/deadline.html", context)
+
+
+def render_deadline_change(session: Session, prompt_id: str, cookies: dict[str, str]) -> str:
+    """What a tab needs when a prompt's deadline moved: its countdown and button;
+    nothing once it resolved meanwhile (its resolution has a push of its own)."""
+    prompt = session.prompts.filter(pk=prompt_id).first()
+    if prompt is None or not prompt.is_pending:
+        return ""
+    return render_deadline(session, prompt)
+
+
 def render_appended(items: list[Item]) -> str:
     return render_to_string("askuser/partials/timeline_append.html", {"items": items}) if items else ""
 
@@ -387,7 +413,9 @@ def with_catch_up(sessions: QuerySet[Session], since: datetime) -> QuerySet[With
     )
 
 
-def render_catch_up(session: Session, cookies: dict[str, str], since: datetime | None, shown: str = "") -> str:
+def render_catch_up(
+    session: Session, cookies: dict[str, str], since: datetime | None, shown: str = "", extended: str = ""
+) -> str:
     """What a tab needs on (re)connecting: the panel, unless its page already
     shows the prompt that is pending (``shown``, its id or "" for none), and
     the timeline items it may have missed since ``since``; without ``since``,
@@ -408,7 +436,16 @@ def render_catch_up(session: Session, cookies: dict[str, str], since: datetime |
     pending = state["pending_id"]
     unchanged = str(pending or "") == shown
     panel = "" if unchanged else render_panel(session, cookies, oob=True, pending=pending is not None)
+    if unchanged and pending is not None and extended.isdecimal():
+        panel = _deadline_if_moved(session, pending, int(extended))
     return panel + render_appended(items)
+
+
+def _deadline_if_moved(session: Session, prompt_id: uuid.UUID, extended: int) -> str:
+    """The countdown of the prompt a page shows, if the person asked for more time since
+    (``extended``: the count the page shows); a page that shows the latest gets nothing."""
+    prompt = session.prompts.filter(pk=prompt_id, status=Prompt.Status.PENDING).exclude(extended=extended).first()
+    return render_deadline(session, prompt) if prompt is not None else ""
 
 
 def sessions_changed(user: Any, since: datetime) -> bool:

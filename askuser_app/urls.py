@@ -11,6 +11,7 @@ urlpatterns = [
     path("s/<str:key>/", views.session_page, name="session"),
     path("s/<str:key>/messages", views.post_message, name="post_message"),
     path("s/<str:key>/prompts/<uuid:prompt_id>/answer", views.answer_prompt, name="answer_prompt"),
+    path("s/<str:key>/prompts/<uuid:prompt_id>/extend", views.extend_prompt, name="extend_prompt"),
     path("p/<uuid:prompt_id>/", views.prompt_page, name="prompt"),
     path("settings/", views.settings_page, name="settings"),
     path("settings/chat/", chat_views.chat_settings, name="chat_settings"),

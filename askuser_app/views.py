@@ -104,6 +104,31 @@ def answer_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpRes
 
 @login_required
 @require_POST
+def extend_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpResponse:
+    """More time: the prompt's deadline moves; a refusal is told in the panel and changes nothing."""
+    prompt = own_prompt(request, key, prompt_id)
+    session = prompt.session
+    notice, resolved = "", False
+    try:
+        services.extend(prompt, by=request.user, surface="web")
+    except services.AlreadyResolved as lost:
+        notice, resolved = lost.for_person, True
+    except (services.Refused, services.Conflict) as refused:
+        notice = refused.message
+    if not request.htmx:
+        if notice:
+            messages.info(request, notice)
+        return redirect("session", key=key)
+    if resolved:  # the panel closes; the page's notice and the summary say what happened
+        html = ui.render_prompt_change(session, str(prompt_id), request.COOKIES) + ui.render_notice(notice)
+    else:
+        html = ui.render_deadline_change(session, str(prompt_id), request.COOKIES)
+        html += ui.render_notice(notice, target="panel-error")
+    return HttpResponse(html)
+
+
+@login_required
+@require_POST
 def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
     """The composer: a chat message, read as the reply while a prompt is pending."""
     session = own_session(request, key)

@@ -133,6 +133,21 @@ HTTP_RULES = [
         {},
         for_people(405, b=405, staff=405),
     ),
+    # More time: the owner's form posts and is sent back to the page; nobody else's prompt is found.
+    (
+        "s/<str:key>/prompts/<uuid:prompt_id>/extend",
+        "POST",
+        "/s/s-a/prompts/{prompt}/extend",
+        {"form": {}},
+        for_people(302),
+    ),
+    (
+        "s/<str:key>/prompts/<uuid:prompt_id>/extend",
+        "GET",
+        "/s/s-a/prompts/{prompt}/extend",
+        {},
+        for_people(405, b=405, staff=405),
+    ),
     ("p/<uuid:prompt_id>/", "GET", "/p/{prompt}/", {}, for_people(302)),  # to its session's page
     ("settings/", "GET", "/settings/", {}, for_people(200, b=200, staff=200)),
     ("settings/chat/", "GET", "/settings/chat/", {}, for_people(200, b=200, staff=200)),

@@ -15,8 +15,9 @@ def test_it_creates_a_pending_prompt(api, agent):
 
     assert response.status_code == 201
     body = response.json()
-    assert set(body) == {"id", "status", "expires_at", "warnings", "session", "run_id", "timeoutSeconds"}
+    assert set(body) == {"id", "status", "expires_at", "extended", "warnings", "session", "run_id", "timeoutSeconds"}
     assert (body["status"], body["session"], body["run_id"], body["warnings"]) == ("pending", "support-42", "run-1", [])
+    assert body["extended"] == 0
     assert response["Location"] == f"/api/v1/prompts/{body['id']}"
     prompt = Prompt.objects.get(pk=body["id"])
     assert (prompt.agent, prompt.session.owner, prompt.status) == (agent, agent.owner, "pending")

@@ -106,6 +106,26 @@ async def test_a_stdio_call_blocks_until_the_answer_and_reports_progress_meanwhi
     assert "Waiting for the user's answer" in progress[0][1]
 
 
+async def test_when_the_person_asks_for_more_time_the_tool_says_so_in_its_progress(server, token, owner, tmp_path):
+    progress = Progress()
+    async with mcp_client("stdio", server, token, tmp_path) as client:
+        call = asyncio.ensure_future(
+            client.call_tool("ask_user", {"questions": [QUESTION]}, progress_callback=progress)
+        )
+        prompt = await until_async(pending_prompt)
+        await until(lambda: len(progress) >= 1, within=DEADLINE)
+        await sync_to_async(services.extend)(prompt, by=owner, surface="web")
+        told = "the user asked for more time: 15 more minutes"
+        await until(lambda: any(message == told for _, message in progress), within=DEADLINE)
+        assert not call.done()
+        await sync_to_async(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+        result = await asyncio.wait_for(call, DEADLINE)
+
+    assert result.structured_content["answers"] == {"answers": {"deploy_target": ["Production"]}}
+    assert [message for _, message in progress].count(told) == 1
+    assert [p for p, _ in progress] == sorted(p for p, _ in progress)
+
+
 @pytest.mark.parametrize("transport", ["http", "http-legacy"])
 async def test_an_http_call_blocks_until_resolved_and_reports_progress_meanwhile(transport, server, token, tmp_path):
     progress = Progress()

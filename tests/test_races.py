@@ -185,3 +185,97 @@ def test_concurrent_retries_with_one_idempotency_key_store_one_prompt(agent):
         assert all(isinstance(o, services.Asked) for o in outcomes), outcomes
         assert len({o.prompt.pk for o in outcomes}) == 1
         assert sum(o.created for o in outcomes) == 1
+
+
+# --- More time against the deadline, and against itself ---------------------------------------
+
+
+def extend(prompt, user):
+    return lambda: services.extend(Prompt.objects.get(pk=prompt.pk), by=user, surface="web")
+
+
+def expire_unless_extended(prompt):
+    """The expiry loop at the deadline: it tries until the deadline passes, and stops when
+    the deadline it waits for moved (then the prompt is in time: ``Conflict``)."""
+    deadline = prompt.expires_at
+
+    def expire() -> Prompt:
+        while True:
+            current = Prompt.objects.get(pk=prompt.pk)
+            if current.expires_at != deadline:
+                raise services.Conflict("extended")
+            try:
+                return services.expire(current)
+            except services.AlreadyResolved:
+                raise
+            except services.Conflict:
+                continue
+
+    return expire
+
+
+@pytest.mark.django_db(transaction=True)
+def test_more_time_at_the_deadline_and_the_expiry_have_exactly_one_winner(agent, owner):
+    wins = {"extension": 0, "expiry": 0}
+    for index in range(ROUNDS // 5):
+        prompt = fresh(agent, index)
+        deadline = timezone.now() + timedelta(milliseconds=30)
+        Prompt.objects.filter(pk=prompt.pk).update(expires_at=deadline)
+        prompt.expires_at = deadline
+
+        expired, extended = run_together(expire_unless_extended(prompt), extend(prompt, owner))
+
+        stored = Prompt.objects.get(pk=prompt.pk)
+        kinds = list(stored.events.values_list("kind", flat=True))
+        if isinstance(extended, services.Extended):
+            wins["extension"] += 1
+            # The extension won: no expiry at the old deadline, nor later by the loop.
+            assert isinstance(expired, services.Conflict) and not isinstance(expired, services.AlreadyResolved)
+            assert (stored.status, stored.extended, stored.expires_at) == ("pending", 1, deadline + EXTEND)
+            assert services.expire_due() == 0 and "expired" not in kinds
+        else:
+            wins["expiry"] += 1
+            # The expiry won: the extension was told so, and changed nothing.
+            assert isinstance(extended, services.AlreadyResolved), extended
+            assert extended.message == services.describe_resolution(stored)
+            assert (stored.status, stored.reason, stored.extended) == ("no_answer", "expired", 0)
+            assert stored.resolved_at == deadline and "extended" not in kinds
+            assert kinds.count("expired") == 1
+    assert sum(wins.values()) == ROUNDS // 5
+
+
+EXTEND = timedelta(seconds=900)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_extensions_at_once_each_count_once(agent, owner):
+    for index in range(ROUNDS // 5):
+        prompt = fresh(agent, index)
+
+        outcomes = run_together(extend(prompt, owner), extend(prompt, owner))
+
+        assert all(isinstance(o, services.Extended) for o in outcomes), outcomes
+        stored = Prompt.objects.get(pk=prompt.pk)
+        assert (stored.extended, stored.expires_at) == (2, prompt.expires_at + 2 * EXTEND)
+        trail = stored.events.filter(kind=PromptEvent.Kind.EXTENDED).order_by("at")
+        assert [e.detail["previous"] for e in trail] == [
+            contract.iso(prompt.expires_at),
+            contract.iso(prompt.expires_at + EXTEND),
+        ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_extensions_racing_for_the_last_one_never_pass_the_limit(agent, owner):
+    for index in range(ROUNDS // 5):
+        prompt = fresh(agent, index)
+        Prompt.objects.filter(pk=prompt.pk).update(extended=2)
+
+        outcomes = run_together(*[extend(prompt, owner)] * 3)
+
+        won = [o for o in outcomes if isinstance(o, services.Extended)]
+        refused = [o for o in outcomes if isinstance(o, services.Refused)]
+        assert (len(won), len(refused)) == (1, 2), outcomes
+        assert {r.code for r in refused} == {"extend_limit"}
+        stored = Prompt.objects.get(pk=prompt.pk)
+        assert (stored.extended, stored.expires_at) == (3, prompt.expires_at + EXTEND)
+        assert stored.events.filter(kind=PromptEvent.Kind.EXTENDED).count() == 1

@@ -29,7 +29,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.utils import timezone
 
-from askuser_app import services
+from askuser_app import contract, services
 from askuser_app.client import AskUserClient, ConflictError
 from askuser_app.models import Prompt, PromptEvent
 
@@ -50,10 +50,12 @@ pytestmark = [
 ]
 
 # What happens to each prompt. Every agent also has one prompt with the
-# shortest deadline (30 s), which either expires or is answered at the last
-# moment, racing the deadline; the rest resolve at once.
+# shortest deadline (30 s), which either expires, is answered at the last
+# moment, racing the deadline, or is given more time at the last moment, at
+# each deadline, until no more may be added; the rest resolve at once.
 PLANS = ["web"] * 55 + ["text"] * 20 + ["cancel"] * 12 + ["abort"] * 13
-SLOW_PLANS = ["expire", "deadline"]
+SLOW_PLANS = ["expire", "deadline", "extend"]
+EXTEND_SECONDS = 2  # what each More time adds in the soak's servers
 
 
 class Redis:
@@ -109,7 +111,7 @@ def agent_work(index: int, token: str, urls: list[str], tally: Tally, prompts: i
         for n in range(prompts):
             plan = rng.choice(SLOW_PLANS) if n == slow_turn else rng.choice(PLANS)
             run_id = f"a{index}-r{n}"
-            timeout = 30 if plan in ("expire", "deadline") else 600
+            timeout = 30 if plan in SLOW_PLANS else 600
             created = client.create([QUESTION], session=f"agent-{index}", run_id=run_id, timeout_seconds=timeout)
             with tally.lock:
                 tally.plans[created["id"]] = plan
@@ -169,6 +171,8 @@ class Human:
                         self.answer(prompt, plan)
                     elif plan == "deadline" and prompt.expires_at - now < timedelta(milliseconds=150):
                         self.answer(prompt, "web")  # racing the deadline, either side of it
+                    elif plan == "extend" and prompt.expires_at - now < timedelta(milliseconds=150):
+                        self.post(f"/s/{prompt.session.key}/prompts/{prompt.pk}/extend", {})  # More time, racing it
                 time.sleep(0.02)
         finally:
             connection.close()
@@ -176,7 +180,12 @@ class Human:
 
 def test_no_prompt_is_lost_or_doubled_through_kills_and_restarts(server_env):
     redis = Redis().start()
-    env = {**server_env, "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0", "ASKUSER_RATE_LIMIT": "0"}
+    env = {
+        **server_env,
+        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+        "ASKUSER_RATE_LIMIT": "0",
+        "ASKUSER_EXTEND_SECONDS": str(EXTEND_SECONDS),
+    }
     servers = [DaphneServer(env).start(), DaphneServer(env).start()]
     urls = [s.url for s in servers]
     owners = [make_user(f"owner{i}") for i in range(OWNERS)]
@@ -249,5 +258,26 @@ def check_outcomes(tally: Tally, total: int) -> None:
     assert not mismatched, f"agents got a result other than the stored one: {mismatched[:5]}"
     late = [p.pk for p in prompts.values() if p.status == "answered" and p.resolved_at >= p.expires_at]
     assert not late, f"answers accepted after the deadline: {late}"
+    check_extensions(prompts)
     assert tally.server_errors == [], tally.server_errors
     print(f"soak: lost 0, doubled 0, late answers 0, 5xx {len(tally.server_errors)}")
+
+
+def check_extensions(prompts: dict[str, Prompt]) -> None:
+    """More time that won was never followed by an expiry at the deadline it replaced."""
+    trails: dict[str, list[PromptEvent]] = {}
+    for event in PromptEvent.objects.filter(kind__in=["extended", "expired"]).order_by("at"):
+        trails.setdefault(str(event.prompt_id), []).append(event)
+    extended = 0
+    for pid, trail in trails.items():
+        moves = [e for e in trail if e.kind == "extended"]
+        prompt = prompts[pid]
+        assert len(moves) == prompt.extended <= 3, f"{pid}: the count and the trail differ"
+        if not moves:
+            continue
+        extended += 1
+        assert [e.kind for e in trail][: len(moves)] == ["extended"] * len(moves), f"{pid}: extended after an expiry"
+        assert contract.iso(prompt.expires_at) == moves[-1].detail["deadline"], f"{pid}: the deadline is not the last"
+        if prompt.reason == "expired":
+            assert prompt.resolved_at == prompt.expires_at, f"{pid}: expired at an old deadline"
+    print(f"soak: {extended} prompts given more time, none expired at an old deadline")

@@ -55,7 +55,11 @@
       element.classList.toggle("is-urgent", seconds > 0 && seconds < 60);
       element.classList.toggle("is-over", seconds <= 0);
       var owner = element.closest("#prompt-panel");
-      if (owner && seconds <= 0) owner.classList.add("is-expired");
+      if (owner) {
+        // More time moves the deadline: the panel follows its countdown.
+        owner.dataset.expiresAt = element.dataset.expiresAt;
+        owner.classList.toggle("is-expired", seconds <= 0);
+      }
     });
   }
 
@@ -130,7 +134,7 @@
 
   function submit(element, action) {
     var button = element.querySelector('button[name="action"][value="' + action + '"]');
-    var form = element.querySelector("form");
+    var form = element.querySelector(".panel-form");
     if (form.requestSubmit) form.requestSubmit(button);
     else button.click();
   }
@@ -370,6 +374,7 @@
   });
 
   document.addEventListener("htmx:oobAfterSwap", function () {
+    tick(); // a countdown swapped in (More time) shows its new time at once
     var scroller = document.getElementById("scroller");
     if (scroller && scroller.dataset.stick) scroller.scrollTop = scroller.scrollHeight;
     updateComposer();
@@ -412,6 +417,9 @@
     if (resumed.searchParams.has("shown")) {
       var shown = panel();
       resumed.searchParams.set("shown", shown ? shown.dataset.promptId || "" : "");
+      // And how often its deadline was moved: a More time missed meanwhile comes back.
+      var countdown = shown && shown.querySelector(".countdown[data-extended]");
+      resumed.searchParams.set("extended", countdown ? countdown.dataset.extended : "");
     }
     return resumed.toString();
   }
