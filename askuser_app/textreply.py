@@ -223,11 +223,11 @@ def match_option(question: TextQuestion, text: str) -> str | None:
 def how_it_was_read(questions: Sequence[TextQuestion], reading: Reading) -> list[str]:
     """One line per question saying what the reply was taken to mean."""
     lines = []
+    own, skipped = _("“%(answer)s” (your own answer)"), _("skipped")
     for question in questions:
         values = reading.answers.get(question.key, [])
-        own = _("“%(answer)s” (your own answer)")
         shown = ", ".join(v if v in question.options else own % {"answer": v} for v in values)
-        lines.append(f"{question.header}: {shown or _('skipped')}")
+        lines.append(f"{question.header}: {shown or skipped}")
     return lines
 
 

@@ -143,6 +143,10 @@ HTTP_RULES = [
         {"form": {"channel": "telegram", "action": "code"}},
         expect(302),  # no chat app is set up here: back to the page, or to the login
     ),
+    # The language switcher: anyone, the login page's visitor too (a cookie before the login).
+    ("language/", "POST", "/language/", {"form": {"language": "hi", "next": "/"}}, expect(302)),
+    ("language/", "GET", "/language/", {}, expect(405)),
+    ("jsi18n/", "GET", "/jsi18n/", {}, expect(200)),  # the JavaScript's words: public, like the login page
     # A chat app's endpoint answers only while the app is set up (tests/test_chat_*.py).
     ("chat/telegram/webhook", "POST", "/chat/telegram/webhook", {}, expect(404)),
     ("chat/discord/interactions", "POST", "/chat/discord/interactions", {}, expect(404)),
