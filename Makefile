@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test bench lint format clean
+.PHONY: run test bench lint format messages clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit("askuser needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
@@ -38,6 +38,10 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+## messages: gather new strings into askuser_app/locale/*/LC_MESSAGES/*.po (needs gettext), compile the .mo
+messages: $(VENV)/.dev
+	$(BIN)/python manage.py updatemessages
 
 format: $(VENV)/.dev
 	$(BIN)/ruff format .

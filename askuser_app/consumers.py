@@ -13,8 +13,9 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.utils import translation
 
-from . import contract, socketauth, ui
+from . import contract, i18n, socketauth, ui
 from .asyncdb import database_call
 from .realtime import session_group, user_group
 
@@ -101,7 +102,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if opened.session is None or opened.user is None:
             return opened, ""
         self.session = opened.session
-        return opened, self.render_state()
+        return opened, self.in_language(self.render_state)()
 
     async def join(self, group: str) -> None:
         self.groups = [*self.groups, group]
@@ -225,7 +226,20 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # A list opened with ?all=1 keeps showing the idle sessions as it updates.
         return ui.render_sessions(self.scope["user"], oob=True, everything=self.query.get("all") == ["1"])
 
-    @staticmethod
-    async def render(function: Any, *args: Any) -> str:
-        html: str = await database_sync_to_async(function)(*args)
+    @functools.cached_property
+    def language(self) -> str:
+        """The page's language (its ``lang``): what it pushes is swapped into that page."""
+        return i18n.supported(self.query.get("lang", [""])[0]) or settings.LANGUAGE_CODE
+
+    def in_language(self, function: Any) -> Any:
+        @functools.wraps(function)
+        def rendered(*args: Any) -> str:
+            with translation.override(self.language):
+                html: str = function(*args)
+            return html
+
+        return rendered
+
+    async def render(self, function: Any, *args: Any) -> str:
+        html: str = await database_sync_to_async(self.in_language(function))(*args)
         return html

@@ -20,9 +20,11 @@ from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, prefetch_related_objects
 from django.db.models.functions import Coalesce, Greatest
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import formats, timezone
+from django.utils.translation import gettext as _
 
 from . import services, wording
+from .chars import ascii_digits
 from .chat import outbox as chat_outbox
 from .models import Message, Prompt, Question, Session
 
@@ -109,7 +111,7 @@ def caption(prompt: Prompt) -> str:
     if outcome is None:
         return ""
     who = prompt.resolved_by.get_username() if prompt.resolved_by else None
-    when = timezone.localtime(prompt.resolved_at).strftime("%H:%M")
+    when = formats.time_format(timezone.localtime(prompt.resolved_at), "H:i")
     return f"{wording.caption(outcome, prompt.surface, who, wording.for_person)} · {when}"
 
 
@@ -230,10 +232,13 @@ def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
 
 
 def _option_index(question: Question, raw: str, count: int) -> int:
-    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
-    if not _OPTION_INDEX.fullmatch(raw) or int(raw) >= count:
-        raise services.InvalidAnswer(f"{question.header}: {raw[:20]!r} is not one of its options.")
-    return int(raw)
+    # ASCII or Devanagari digits only: str.isdigit() also accepts "²", which int() refuses,
+    # and int() reads "١" and every other script's digits.
+    index = ascii_digits(raw)
+    if not _OPTION_INDEX.fullmatch(index) or int(index) >= count:
+        refused = _("%(header)s: %(value)s is not one of its options.")
+        raise services.InvalidAnswer(refused % {"header": question.header, "value": repr(raw[:20])})
+    return int(index)
 
 
 # --- the sessions list -----------------------------------------------------------------

@@ -1,5 +1,6 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
 from . import emailviews, views
 from .chat import views as chat_views
@@ -16,5 +17,8 @@ urlpatterns = [
     path("settings/", views.settings_page, name="settings"),
     path("settings/chat/", chat_views.chat_settings, name="chat_settings"),
     path("settings/email/", emailviews.settings_email, name="settings_email"),
+    path("language/", views.set_language, name="set_language"),
+    # The Control UI's JavaScript strings in the page's language (a script file: no inline script).
+    path("jsi18n/", JavaScriptCatalog.as_view(packages=["askuser_app"]), name="javascript_catalog"),
     path("chat/", include("askuser_app.chat.urls")),
 ]

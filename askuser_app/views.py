@@ -14,9 +14,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from . import contract, prefs, services, ui
+from . import contract, i18n, prefs, services, ui
 from .models import Prompt, Session
 
 if TYPE_CHECKING:
@@ -154,6 +155,35 @@ def settings_page(request: LoggedInRequest) -> HttpResponse:
     return render(request, "askuser/settings.html", {"preferences": preferences})
 
 
+@require_POST
+def set_language(request: HttpRequest) -> HttpResponse:
+    """The language switcher (the header's, the settings page's): kept with a logged-in
+    person's preferences, and in the language cookie for pages before the login.
+    "" follows the browser's language again; back to ``next`` when it is this site's."""
+    asked = request.POST.get("language", "")
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
+        target = reverse("sessions")
+    response = redirect(target)
+    language = i18n.supported(asked)
+    if asked and not language:  # not a language of ours: nothing changes
+        return response
+    if request.user.is_authenticated:
+        i18n.choose(request.user, language)
+    if language:
+        response.set_cookie(
+            settings.LANGUAGE_COOKIE_NAME,
+            language,
+            max_age=settings.LANGUAGE_COOKIE_AGE,
+            samesite="Lax",
+            httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+            secure=settings.LANGUAGE_COOKIE_SECURE,
+        )
+    else:
+        response.delete_cookie(settings.LANGUAGE_COOKIE_NAME, samesite="Lax")
+    return response
+
+
 def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:
     """A login refused by django-axes: too many wrong passwords for this user from this address."""
     context = {
@@ -166,6 +196,9 @@ def locked_out(request: HttpRequest, response: HttpResponse | None = None, crede
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """404: JSON for the agent API, the Control UI's page for people."""
     if request.path.startswith("/api/"):
-        body = {"error": "not_found", "detail": f"No API endpoint {request.path}; see /api/v1/docs."}
+        body = {
+            "error": "not_found",
+            "detail": f"No API endpoint {request.path}; see /api/v1/docs.",
+        }  # English: the contract
         return JsonResponse(body, status=404)
     return render(request, "404.html", status=404)

@@ -163,6 +163,10 @@ HTTP_RULES = [
     # A mail's link is its own credential, for every role alike: a forged one is refused, a GET never answers.
     ("chat/email/<str:token>/", "GET", "/chat/email/forged/", {}, expect(400)),
     ("chat/email/<str:token>/", "POST", "/chat/email/forged/", {"form": {"action": "answer"}}, expect(400)),
+    # The language switcher: anyone, the login page's visitor too (a cookie before the login).
+    ("language/", "POST", "/language/", {"form": {"language": "hi", "next": "/"}}, expect(302)),
+    ("language/", "GET", "/language/", {}, expect(405)),
+    ("jsi18n/", "GET", "/jsi18n/", {}, expect(200)),  # the JavaScript's words: public, like the login page
     # A chat app's endpoint answers only while the app is set up (tests/test_chat_*.py).
     ("chat/telegram/webhook", "POST", "/chat/telegram/webhook", {}, expect(404)),
     ("chat/discord/interactions", "POST", "/chat/discord/interactions", {}, expect(404)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 
 import pytest
+from django.utils import translation
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -157,7 +158,7 @@ def test_the_text_rendering_numbers_options_and_offers_other():
         "  2. Production",
         "  Other: reply with your own answer",
         "",
-        "Reply with a number or a label, or type your own answer.",
+        "Reply with a number or a label, or type your own answer; “skip” skips it.",
     ]
 
 
@@ -217,3 +218,72 @@ def test_urls_times_and_paths_are_never_split_into_keys(template, word):
     reading = read_reply(questions, f"1\n{reply}")
 
     assert reading.answers["window"] == [reply]
+
+
+# --- in either language: Devanagari digits, and the words for skip, skip all and other --------
+
+
+@pytest.mark.parametrize(
+    "reply,values",
+    [
+        ("२", ["Production"]),
+        ("२.", ["Production"]),
+        ("१)", ["Staging (Recommended)"]),
+        ("१।", ["Staging (Recommended)"]),  # the danda ends a Hindi sentence
+        ("deploy_target: २", ["Production"]),
+        ("३", ["३"]),  # not an option number: free text, as "3" is
+        ("١", ["١"]),  # an Arabic-Indic 1 is not read as a number: free text
+        ("²", ["Production"]),  # folded (NFKC) to 2, as before
+    ],
+)
+def test_devanagari_digits_pick_options_and_other_scripts_digits_do_not(reply, values):
+    assert answers([DEPLOY], reply) == {"deploy_target": values}
+
+
+def test_devanagari_digits_number_questions_and_multi_select_parts():
+    reply = "२: १, ३\n१ = २"
+
+    assert answers([DEPLOY, EXTRAS], reply) == {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}
+
+
+@pytest.mark.parametrize("word", ["skip", "SKIP", "pass", "छोड़ें", "\u091b\u094b\u095c\u0947\u0902", "छोड़ो", "छोड़ दें"])
+def test_the_word_for_skip_skips_a_question_in_either_language(word):
+    # The second छोड़ें is written with the precomposed ड़ (U+095C): folded to the same word.
+    assert answers([DEPLOY, EXTRAS], f"{word}\n1") == {"deploy_target": [], "extras": ["Docs"]}
+
+
+@pytest.mark.parametrize("reply", ["skip all", "Skip All", "सभी छोड़ें", "सब छोड़ दें"])
+def test_the_words_for_skip_all_skip_every_question(reply):
+    assert answers([DEPLOY, EXTRAS, WINDOW], reply) == {"deploy_target": [], "extras": [], "window": []}
+
+
+@pytest.mark.parametrize("reply", ["Other: Canary", "other = Canary", "अन्य: Canary", "दूसरा: Canary"])
+def test_other_before_a_colon_is_ones_own_answer(reply):
+    assert answers([DEPLOY], reply) == {"deploy_target": ["Canary"]}
+
+
+def test_an_option_labelled_like_a_word_is_still_that_option():
+    question = TextQuestion("next", "Next", "What now?", False, ("Skip", "Retry"))
+
+    assert answers([question], "skip") == {"next": ["Skip"]}
+    assert answers([question], "छोड़ें") == {"next": []}  # no option has that label: a skip
+
+
+def test_a_skipped_question_reads_back_as_skipped_in_the_persons_language():
+    reading = read_reply([DEPLOY, EXTRAS], "छोड़ें\n२")
+
+    with translation.override("hi"):
+        lines = how_it_was_read([DEPLOY, EXTRAS], reading)
+
+    assert lines == ["Deploy: छोड़ा गया", "Extras: Changelog, short"]
+
+
+def test_the_text_rendering_and_its_guidance_in_hindi():
+    with translation.override("hi"):
+        text = render_prompt([DEPLOY, EXTRAS])
+        missing = what_is_missing([DEPLOY, EXTRAS], read_reply([DEPLOY, EXTRAS], "1"))
+
+    assert text.startswith("एजेंट 2 प्रश्न पूछ रहा है:")
+    assert "   अन्य: अपना उत्तर लिखकर भेजें" in text and "(एक या अधिक चुनें)" in text
+    assert "Staging (Recommended)" in text  # the agent's words as written
+    assert missing.startswith("आपके जवाब में 2. Extras का उत्तर नहीं था।")

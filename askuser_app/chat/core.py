@@ -14,17 +14,17 @@ import importlib
 import logging
 import secrets
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from .. import services, textreply, wording
+from .. import i18n, services, textreply, wording
 from ..models import ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
 from .base import CHANNELS, NOTIFIERS, Action, Adapter, Button, Card, Closed, Reply, Sender, decode
 
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 log = logging.getLogger("askuser")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # No 0/O, 1/I/L, 2/Z, 5/S, 8/B: a code read off a screen and typed on a phone.
 CODE_ALPHABET = "ACDEFGHJKMNPQRTUVWXY34679"
@@ -157,6 +159,20 @@ def outcome(prompt: Prompt) -> str:
 # --- inbound ----------------------------------------------------------------------------
 
 
+def in_their_language(handler: Callable[P, R]) -> Callable[P, R]:
+    """Answers a sender in the language of the person their chat is linked to (English for strangers)."""
+
+    @functools.wraps(handler)
+    def handled(*args: P.args, **kwargs: P.kwargs) -> R:
+        sender = args[0]
+        assert isinstance(sender, Sender)
+        link = link_of(sender)
+        with translation.override(i18n.of_owner(link.user_id if link else None)):
+            return handler(*args, **kwargs)
+
+    return handled
+
+
 def _not_yours() -> Reply:
     return Reply(_("This question is not yours."))
 
@@ -213,6 +229,7 @@ def _resolve(prompt: Prompt, user: User, channel: str, answers: Mapping[str, Any
     return Reply(shown.outcome, recorded=True, prompt_id=done.pk, closed=shown)
 
 
+@in_their_language
 def tap(sender: Sender, data: str) -> Reply:
     """A button: an option answers at once, Skip skips all, Other… and Answer… ask for text."""
     action = decode(data)
@@ -240,6 +257,7 @@ def tap(sender: Sender, data: str) -> Reply:
     return _stale()
 
 
+@in_their_language
 def own_words(sender: Sender, prompt_id: uuid.UUID, text: str) -> Reply:
     """The text given after Other… (a modal, a force_reply): the one question's free-text answer."""
     owned = _owned(sender, prompt_id)
@@ -254,6 +272,7 @@ def own_words(sender: Sender, prompt_id: uuid.UUID, text: str) -> Reply:
     return _resolve(prompt, user, sender.channel, {questions[0].key: text.strip()}, reply=text)
 
 
+@in_their_language
 def answers(sender: Sender, prompt_id: uuid.UUID, texts: Mapping[str, str]) -> Reply:
     """An Answer… modal: one text per question key, each read as a plain-text reply reads it."""
     owned = _owned(sender, prompt_id)
@@ -263,11 +282,11 @@ def answers(sender: Sender, prompt_id: uuid.UUID, texts: Mapping[str, str]) -> R
     questions = _questions(prompt)
     reading = textreply.Reading()
     for question in questions:
-        values = textreply.read_value(question, texts.get(question.key, ""))
-        if values:
-            reading.answers[question.key] = values
-        else:
+        values = textreply.read_part(question, texts.get(question.key, ""))
+        if values is None:
             reading.missing.append(question.key)
+        else:
+            reading.answers[question.key] = values
     if not reading.complete:
         # A form has a field per question, so the reply guidance for a typed message does not fit here.
         waiting = _still_pending(prompt)
@@ -299,6 +318,7 @@ def looks_like_code(text: str) -> bool:
     return len(text) == CODE_LENGTH and all(c in CODE_ALPHABET for c in text)
 
 
+@in_their_language
 def reply(sender: Sender, text: str, *, prompt_id: uuid.UUID | None = None) -> Reply:
     """A plain-text message: a link code, or a reply to ``prompt_id`` (else the sender's oldest pending)."""
     linked = link_of(sender)
@@ -345,7 +365,10 @@ def link(sender: Sender, code: str) -> Reply:
             handle=sender.handle[:200],
         )
     log.info("Linked %s identity %s to %s.", sender.channel, sender.user_id, made.user.get_username())
-    text = _("Linked to askuser as %(user)s: questions for you will arrive here.") % {"user": made.user.get_username()}
+    with translation.override(i18n.of_owner(made.user_id)):
+        text = _("Linked to askuser as %(user)s: questions for you will arrive here.") % {
+            "user": made.user.get_username()
+        }
     return Reply(text, recorded=True)
 
 
@@ -359,6 +382,7 @@ def link_by_hand(user: User, channel: str, external_id: str, *, chat_id: str = "
         )
 
 
+@in_their_language
 def unlink(sender: Sender) -> Reply:
     """Forget the sender's link; their pending messages stay as they are."""
     deleted, _rows = ChatLink.objects.filter(channel=sender.channel, external_id=sender.user_id).delete()

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Min
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from ..asyncdb import database_call
 from ..background import Loop
@@ -138,6 +138,7 @@ class Claimed:
     ref: dict[str, Any] = field(default_factory=dict)
     card: Card | None = None
     closed: Closed | None = None
+    language: str = settings.LANGUAGE_CODE  # the owner's: the card's words, and the adapter's
 
 
 _trying: set[asyncio.Task[None]] = set()
@@ -172,14 +173,18 @@ wake = loop.wake
 
 def claim_due(limit: int) -> list[Claimed]:
     """Claim up to ``limit`` due sends and edits, longest waiting first."""
+    from ..i18n import of_owner
     from ..models import ChatMessage
     from .core import adapters, card, closed
 
     if limit <= 0:
         return []
     now, allowed, configured = timezone.now(), settings.ASKUSER_CHAT_ATTEMPTS, adapters()
-    due = ChatMessage.objects.filter(state__in=LIVE, next_attempt_at__lte=now).select_related("prompt__agent")
-    claimed = []
+    due = ChatMessage.objects.filter(state__in=LIVE, next_attempt_at__lte=now).select_related(
+        "prompt__agent", "prompt__session"
+    )
+    claimed: list[Claimed] = []
+    languages: dict[int, str] = {}
     for row in due.order_by("next_attempt_at")[:limit]:
         mine = ChatMessage.objects.filter(pk=row.pk, state=row.state, attempts=row.attempts)
         if row.attempts >= allowed:  # its last try died with its process
@@ -192,15 +197,22 @@ def claim_due(limit: int) -> list[Claimed]:
             # Resolved where no chat app was set up, so its rows were not marked: never send it as pending.
             mine.update(state=ChatMessage.State.DROPPED, last_error="resolved before it was sent")
         elif mine.update(attempts=row.attempts + 1, next_attempt_at=now + lease()):
-            claimed.append(_claimed(row, card, closed))
+            owner = row.prompt.session.owner_id
+            if owner not in languages:
+                languages[owner] = of_owner(owner)
+            claimed.append(_claimed(row, card, closed, languages[owner]))
     return claimed
 
 
-def _claimed(row: Any, card: Any, closed: Any) -> Claimed:
+def _claimed(row: Any, card: Any, closed: Any, language: str) -> Claimed:
+    """The try, its message rendered in the owner's language."""
     number = row.attempts + 1
-    if row.state == "to_send":
-        return Claimed(row.pk, row.channel, "send", number, chat_id=row.chat_id, card=card(row.prompt))
-    return Claimed(row.pk, row.channel, "edit", number, ref=dict(row.ref), closed=closed(row.prompt))
+    with translation.override(language):
+        if row.state == "to_send":
+            return Claimed(row.pk, row.channel, "send", number, row.chat_id, card=card(row.prompt), language=language)
+        return Claimed(
+            row.pk, row.channel, "edit", number, ref=dict(row.ref), closed=closed(row.prompt), language=language
+        )
 
 
 def next_due() -> datetime | None:
@@ -236,13 +248,14 @@ async def attempt(claimed: Claimed) -> Outcome:
 
     adapter = installed()[claimed.channel]
     try:
-        if claimed.action == "send":
-            assert claimed.card is not None
-            ref = await asyncio.wait_for(adapter.send(claimed.chat_id, claimed.card), timeout())
-            return Outcome(True, dict(ref))
-        assert claimed.closed is not None
-        await asyncio.wait_for(adapter.edit(claimed.ref, claimed.closed), timeout())
-        return Outcome(True)
+        with translation.override(claimed.language):  # the words an adapter adds are the owner's language too
+            if claimed.action == "send":
+                assert claimed.card is not None
+                ref = await asyncio.wait_for(adapter.send(claimed.chat_id, claimed.card), timeout())
+                return Outcome(True, dict(ref))
+            assert claimed.closed is not None
+            await asyncio.wait_for(adapter.edit(claimed.ref, claimed.closed), timeout())
+            return Outcome(True)
     except Temporary as failed:
         return Outcome(False, error=str(failed) or type(failed).__name__, retry_after=failed.retry_after)
     except Permanent as refused:

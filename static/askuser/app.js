@@ -5,6 +5,14 @@
 
   document.documentElement.classList.add("js");
 
+  // Words in the page's language, from the catalogue script (/jsi18n/) the page loads first;
+  // without it, the English the strings are written in.
+  var gettext = window.gettext || function (text) { return text; };
+  var interpolate = window.interpolate || function (format, values) {
+    return format.replace(/%\((\w+)\)s/g, function (_, name) { return values[name]; });
+  };
+  var lang = document.documentElement.lang || "en";
+
   var PANEL_COOKIE = "askuser_panel";
   var wide = window.matchMedia("(min-width: 641px)");
 
@@ -15,15 +23,26 @@
 
   // --- countdowns ------------------------------------------------------------------
 
+  // Spans of time said by the browser in the page's language (Intl), e.g. "1h 5m", "1 घं॰ 5 मि॰".
+  var durations = {};
+
+  function duration(parts, style) {
+    if (window.Intl && Intl.DurationFormat) {
+      if (!durations[style]) durations[style] = new Intl.DurationFormat(lang, { style: style });
+      return durations[style].format(parts);
+    }
+    var units = style === "long" ? { hours: " h ", minutes: " min ", seconds: " s " } : { hours: "h ", minutes: "m ", seconds: "s " };
+    return Object.keys(parts).map(function (unit) { return parts[unit] + units[unit]; }).join("").trim();
+  }
+
   function remaining(seconds) {
-    if (seconds <= 0) return { text: "Expired" };
+    if (seconds <= 0) return { text: gettext("Expired") };
     var h = Math.floor(seconds / 3600), m = Math.floor((seconds % 3600) / 60), s = Math.floor(seconds % 60);
-    var text = h ? h + "h " + String(m).padStart(2, "0") + "m" : m + ":" + String(s).padStart(2, "0");
-    return { text: text + " left" };
+    var text = h ? duration({ hours: h, minutes: m }, "narrow") : m + ":" + String(s).padStart(2, "0");
+    return { text: interpolate(gettext("%(time)s left"), { time: text }, true) };
   }
 
   function units(count, unit) {
-    var lang = document.documentElement.lang || undefined;
     try {
       return new Intl.NumberFormat(lang, { style: "unit", unit: unit, unitDisplay: "long" }).format(count);
     } catch (error) {
@@ -145,7 +164,7 @@
     element.classList.toggle("is-collapsed", collapsed);
     var bar = element.querySelector(".panel-bar");
     bar.setAttribute("aria-expanded", collapsed ? "false" : "true");
-    element.querySelector("[data-toggle-label]").textContent = collapsed ? "Show the question" : "Hide the question";
+    element.querySelector("[data-toggle-label]").textContent = collapsed ? gettext("Show the question") : gettext("Hide the question");
     document.cookie = PANEL_COOKIE + "=" + (collapsed ? "collapsed" : "expanded") + "; path=/; max-age=31536000; samesite=lax";
     if (collapsed && focus) {
       var composer = document.getElementById("composer-text");
@@ -379,6 +398,14 @@
     if (scroller && scroller.dataset.stick) scroller.scrollTop = scroller.scrollHeight;
     updateComposer();
     if (focusInClosingPanel && !panel()) panelClosed();
+  });
+
+  // The language switcher changes the language as soon as one is chosen (its button is for pages without JavaScript).
+  document.addEventListener("change", function (event) {
+    if (!event.target.matches("[data-submit-on-change]")) return;
+    var form = event.target.form;
+    if (form.requestSubmit) form.requestSubmit();
+    else form.submit();
   });
 
   htmx.onLoad(function (root) {
