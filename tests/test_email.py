@@ -312,6 +312,14 @@ def test_the_mail_has_one_link_per_option_only_for_a_single_single_select_questi
     assert "Docs" in html_several and "Answer in askuser" in html_several
 
 
+def test_the_subject_names_the_header_or_how_many_questions_wait(smtp, agent, addressed):
+    one = ask(agent)
+    several = ask(agent, QUESTION, EXTRAS, session="support-43")
+
+    assert email.compose(one.pk, ADDRESS).message.subject == "helper asks: Deploy"
+    assert email.compose(several.pk, ADDRESS).message.subject == "helper asks: 2 questions"
+
+
 def choice_link(prompt: Prompt, option: str = "Production") -> str:
     plain, _html = mail_of(prompt)
     index = ["Staging (Recommended)", "Production"].index(option)
@@ -445,7 +453,7 @@ def test_more_time_past_the_limit_says_so(smtp, agent, addressed, settings):
     Client().post(more_time, {"action": "more_time"})
     again = Client().post(more_time, {"action": "more_time"})
 
-    assert again.status_code == 409 and "No more time can be added to this prompt." in again.content.decode()
+    assert again.status_code == 409 and "No more time can be added to this question" in again.content.decode()
     assert fresh(prompt).extended == 1
 
 

@@ -38,6 +38,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import formats, timezone, translation
 from django.utils.timesince import timeuntil
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from .. import contract, prefs, services, textreply
 from ..asyncdb import database_call
@@ -155,7 +156,7 @@ def mail_context(prompt: Prompt, owner: User, now: datetime | None = None) -> di
 
     return {
         "agent": prompt.agent.name,
-        "title": questions[0].header if len(questions) == 1 else _("%(agent)s asks") % {"agent": prompt.agent.name},
+        "title": questions[0].header if len(questions) == 1 else questions_count(len(questions)),
         "questions": shown,
         "one_tap": tap,
         "time_left": time_left(prompt.expires_at, now),
@@ -166,6 +167,10 @@ def mail_context(prompt: Prompt, owner: User, now: datetime | None = None) -> di
         "settings_url": settings.ASKUSER_PUBLIC_URL + reverse("settings"),
         "language": translation.get_language() or settings.LANGUAGE_CODE,
     }
+
+
+def questions_count(count: int) -> str:
+    return ngettext("%(count)d question", "%(count)d questions", count) % {"count": count}
 
 
 @dataclass(frozen=True)
