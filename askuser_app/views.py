@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from . import contract, prefs, services, ui
+from .chat import pushviews
 from .models import Prompt, Session
 
 if TYPE_CHECKING:
@@ -126,7 +127,8 @@ def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
 def settings_page(request: LoggedInRequest) -> HttpResponse:
     """The person's settings: notifications, email, language, and a link to the chat apps."""
     preferences = prefs.of(request.user)
-    return render(request, "askuser/settings.html", {"preferences": preferences})
+    context = {"preferences": preferences, **pushviews.context(request)}
+    return render(request, "askuser/settings.html", context)
 
 
 def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:

@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from ..asyncdb import database_call
 from ..background import Loop
-from .base import Adapter, Card, Closed, Notifier, Permanent, Temporary
+from .base import NOTIFIERS, Adapter, Card, Closed, Notifier, Permanent, Temporary
 
 if TYPE_CHECKING:
     from ..models import Prompt
@@ -186,7 +186,7 @@ def claim_due(limit: int) -> list[Claimed]:
             mine.update(state=ChatMessage.State.FAILED, last_error=row.last_error or "no answer from the last try")
         elif row.channel not in configured:
             mine.update(state=ChatMessage.State.FAILED, last_error=f"{row.channel} is not configured on this server")
-        elif row.state == ChatMessage.State.TO_SEND and row.link_id is None:
+        elif row.state == ChatMessage.State.TO_SEND and row.link_id is None and row.channel not in NOTIFIERS:
             mine.update(state=ChatMessage.State.DROPPED, last_error="unlinked before it was sent")
         elif row.state == ChatMessage.State.TO_SEND and not row.prompt.is_pending:
             # Resolved where no chat app was set up, so its rows were not marked: never send it as pending.
