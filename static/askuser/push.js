@@ -60,6 +60,21 @@
     });
   }
 
+  // Chrome without a way to its push service keeps subscribe() pending for minutes: say so sooner.
+  function patiently(promise) {
+    var section = settings();
+    var wait = Number((section && section.dataset.subscribeTimeout) || 30000);
+    var said = (section && section.dataset.pushTimeout) || "the browser's push service did not answer.";
+    return Promise.race([
+      promise,
+      new Promise(function (resolve, reject) {
+        setTimeout(function () {
+          reject(new Error(said));
+        }, wait);
+      }),
+    ]);
+  }
+
   // Subscribe (or re-send an existing subscription, which also fixes a server that forgot it).
   function subscribe() {
     return Promise.all([registration(), publicKey()]).then(function (both) {
@@ -67,7 +82,7 @@
       return manager.getSubscription().then(function (existing) {
         if (existing && sameKey(existing, key)) return existing;
         var fresh = function () {
-          return manager.subscribe({ userVisibleOnly: true, applicationServerKey: bytes(key) });
+          return patiently(manager.subscribe({ userVisibleOnly: true, applicationServerKey: bytes(key) }));
         };
         return existing ? existing.unsubscribe().then(fresh) : fresh();
       }).then(function (subscription) {
