@@ -40,9 +40,7 @@ from .conftest import EXTRAS, QUESTION, payload
 from .test_client import until_async
 
 DEADLINE = 10
-CHROME_UA = (
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
-)
+CHROME_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 
 
 def b64url(data: bytes) -> str:
@@ -65,7 +63,11 @@ class Browser:
         point = self.key.public_key().public_bytes(
             serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
         )
-        return {"endpoint": self.endpoint, "expirationTime": None, "keys": {"p256dh": b64url(point), "auth": b64url(self.auth)}}
+        return {
+            "endpoint": self.endpoint,
+            "expirationTime": None,
+            "keys": {"p256dh": b64url(point), "auth": b64url(self.auth)},
+        }
 
     def read(self, body: bytes) -> dict[str, Any]:
         """Decrypt an aes128gcm push as the browser does, and parse it."""

@@ -215,7 +215,7 @@ _SYSTEMS = (
 
 
 def device_name(user_agent: str) -> str:
-    """"Firefox on Android", as a person tells their devices apart."""
+    """ "Firefox on Android", as a person tells their devices apart."""
     browser = next((name for mark, name in _BROWSERS if mark in user_agent), "")
     system = next((name for mark, name in _SYSTEMS if mark in user_agent), "")
     if browser and system:

@@ -123,7 +123,7 @@ def remove(request: LoggedInRequest) -> HttpResponse:
 @login_required
 @require_POST
 def test(request: LoggedInRequest) -> HttpResponse:
-    """"Send me a test notification": to every device of the person, now; the page says which got it."""
+    """ "Send me a test notification": to every device of the person, now; the page says which got it."""
     if not push.adapter.configured():
         return _refused(_("Web Push is turned off on this server."), status=404)
     tried = push.send_test(request.user)
