@@ -33,6 +33,7 @@ from django.test import Client
 from askuser_app import contract, services
 from askuser_app.asyncdb import database_call
 from askuser_app.chat import core, outbox, push
+from askuser_app.chat.base import Temporary
 from askuser_app.models import ChatMessage, Prompt, PushSubscription
 from controlui import settings as project_settings
 
@@ -90,6 +91,7 @@ class PushService:
     received: list[Received] = field(default_factory=list)
     # Each answer is popped in turn; when none is left, 201 Created.
     answers: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    hold: threading.Event = field(default_factory=threading.Event)  # cleared: answers wait until set
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
     def answer(self, status: int, headers: dict[str, str] | None = None) -> None:
@@ -151,6 +153,7 @@ def _handler(service: PushService) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             received = Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             status, headers = service._record(received)
+            service.hold.wait(DEADLINE)
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
@@ -175,11 +178,13 @@ def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
     settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the push service is on 127.0.0.1 here
     settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
     settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+    service.hold.set()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield service
     finally:
+        service.hold.set()
         server.shutdown()
         server.server_close()
 
@@ -325,6 +330,19 @@ async def test_a_push_service_error_is_retried_until_it_gets_through(push_servic
     assert [laptop.read(r.body)["tag"] for r in received] == [f"askuser-{prompt.pk}"] * 3
     row = await database_call(PushSubscription.objects.get)()
     assert row.last_used_at is not None
+
+
+@pytest.mark.django_db
+def test_a_push_service_that_does_not_answer_in_time_is_tried_again_later(push_service, owner):
+    row = subscribed(owner, Browser(push_service.endpoint("laptop")))
+    push_service.hold.clear()
+
+    pushed = push.push(row, {"type": "test"}, timeout=0.5)
+
+    push_service.hold.set()
+    assert not pushed.ok and pushed.temporary and "could not be reached: ReadTimeout" in pushed.error
+    with pytest.raises(Temporary):
+        push._pushed_or_raise(pushed)
 
 
 def test_retry_after_in_seconds_or_as_a_date_is_honoured():
