@@ -54,6 +54,8 @@ def page(profile, server, owner):  # noqa: F811
     errors: list[str] = []
     page = profile.new_page()
     page.on("pageerror", lambda error: errors.append(str(error)))
+    # The settings page, its push script and the service worker all keep to the site's CSP.
+    page.on("console", lambda message: errors.append(message.text) if "Security Policy" in message.text else None)
     page.goto("/settings/")
     page.wait_for_selector("#push-state[data-state]", timeout=WAIT_MS)
     yield page
