@@ -94,8 +94,12 @@ class PushService:
     hold: threading.Event = field(default_factory=threading.Event)  # cleared: answers wait until set
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
-    def answer(self, status: int, headers: dict[str, str] | None = None) -> None:
-        self.answers.append((status, headers or {}))
+    # …or, for one endpoint only, these first.
+    answers_at: dict[str, list[tuple[int, dict[str, str]]]] = field(default_factory=dict)
+
+    def answer(self, status: int, headers: dict[str, str] | None = None, *, at: str = "") -> None:
+        queue = self.answers_at.setdefault(f"/push/{at}", []) if at else self.answers
+        queue.append((status, headers or {}))
 
     def endpoint(self, name: str) -> str:
         return f"{self.url}/push/{name}"
@@ -114,6 +118,9 @@ class PushService:
         with self._changed:
             self.received.append(received)
             self._changed.notify_all()
+            mine = self.answers_at.get(received.path)
+            if mine:
+                return mine.pop(0)
             return self.answers.pop(0) if self.answers else (201, {})
 
 
@@ -495,7 +502,7 @@ def test_the_test_notification_goes_to_every_device_now_and_says_which_got_it(pu
     laptop, old_phone = Browser(push_service.endpoint("laptop")), Browser(push_service.endpoint("old"))
     subscribed(owner, laptop, device="Chrome on Linux")
     subscribed(owner, old_phone, device="Firefox on Android")
-    push_service.answer(410)  # the first push (to the newest, the phone) finds it gone
+    push_service.answer(410, at="old")  # the phone's browser dropped its subscription
     client = browser_for(owner)
 
     response = client.post("/settings/push/test", headers={"HX-Request": "true"})
