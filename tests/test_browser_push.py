@@ -38,7 +38,10 @@ def profile(server):  # noqa: F811
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     with tempfile.TemporaryDirectory() as folder, playwright_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            folder, executable_path=CHROMIUM, args=ARGS, base_url=server.url
+            folder,
+            executable_path=CHROMIUM,
+            args=[*ARGS, "--disable-features=NativeNotifications,SystemNotifications"],
+            base_url=server.url,
         )
         yield context
         context.close()
@@ -97,16 +100,6 @@ WAIT_FOR_NOTIFICATIONS = """async (count) => {
 }"""
 
 
-WAIT_FOR_NOTIFICATIONS_SAYING = """async (body) => {
-  const until = Date.now() + 10000;
-  for (;;) {
-    const all = await self.registration.getNotifications();
-    if (all.some(n => n.body === body) || Date.now() > until) return all.map(n => ({body: n.body, tag: n.tag}));
-    await new Promise(resolve => setTimeout(resolve, 50));
-  }
-}"""
-
-
 def service_worker(page):
     workers = page.context.service_workers
     return workers[0] if workers else page.context.wait_for_event("serviceworker", timeout=WAIT_MS)
@@ -142,9 +135,33 @@ def test_the_in_page_notifications_switch_subscribes_this_browser_too(page):
     assert "push service" in said or PushSubscription.objects.exists()
 
 
+# Records, inside the service worker, each notification it asks the browser to show and close;
+# the browser's own calls still run. (Headless chromium lists a shown notification in
+# getNotifications() only most of the time, so the test reads what the worker did.)
+SPY = """() => {
+  self.shown = []; self.closed = [];
+  const show = ServiceWorkerRegistration.prototype.showNotification;
+  ServiceWorkerRegistration.prototype.showNotification = function (title, options) {
+    return show.call(this, title, options).then(() => {
+      self.shown.push({title, body: options.body, tag: options.tag, url: options.data.url});
+    });
+  };
+  const close = Notification.prototype.close;
+  Notification.prototype.close = function () { self.closed.push(this.tag); return close.call(this); };
+  return self.registration.active.state;
+}"""
+WAIT_FOR = """async (what) => {
+  const until = Date.now() + 10000;
+  while (self[what.list].length < what.count && Date.now() < until) await new Promise(r => setTimeout(r, 50));
+  return self[what.list];
+}"""
+
+
 def test_a_push_shows_its_notification_and_the_closing_push_takes_it_away(page, server):  # noqa: F811
     page.evaluate("() => navigator.serviceWorker.register('/sw.js', {scope: '/'})")
     registration, cdp = registration_id(page)
+    worker = service_worker(page)
+    assert worker.evaluate(SPY) == "activated"
     prompt = "7b0c2a4e-4a8e-4a47-9f55-3d2b1f1f0c11"
     shown = {
         "type": "prompt",
@@ -155,13 +172,15 @@ def test_a_push_shows_its_notification_and_the_closing_push_takes_it_away(page, 
         "prompt_id": prompt,
     }
 
-    # A real push event in the real service worker (the browser decrypts before it, so the data is plain).
-    cdp.send(
-        "ServiceWorker.deliverPushMessage",
-        {"origin": server.url, "registrationId": registration, "data": json.dumps(shown)},
-    )
-    worker = service_worker(page)
-    assert worker.evaluate(WAIT_FOR_NOTIFICATIONS, 1) == [
+    def deliver(message: dict) -> None:
+        # A real push event in the real service worker (the browser decrypts before it: plain data).
+        data = json.dumps(message)
+        cdp.send(
+            "ServiceWorker.deliverPushMessage", {"origin": server.url, "registrationId": registration, "data": data}
+        )
+
+    deliver(shown)
+    assert worker.evaluate(WAIT_FOR, {"list": "shown", "count": 1}) == [
         {
             "title": "helper asks: Deploy",
             "body": "Where should this release go first?",
@@ -169,17 +188,14 @@ def test_a_push_shows_its_notification_and_the_closing_push_takes_it_away(page, 
             "url": f"https://askuser.example.com/p/{prompt}/",
         }
     ]
+    # The same prompt again (as the page's own notification would be) replaces it: one at most.
+    deliver({**shown, "body": "Again"})
+    assert [n["body"] for n in worker.evaluate(WAIT_FOR, {"list": "shown", "count": 2})] == [shown["body"], "Again"]
+    assert len(worker.evaluate(WAIT_FOR_NOTIFICATIONS, 1)) <= 1
 
-    # The same prompt again (as the page's own notification would be): replaced, not doubled.
-    cdp.send(
-        "ServiceWorker.deliverPushMessage",
-        {"origin": server.url, "registrationId": registration, "data": json.dumps({**shown, "body": "Again"})},
-    )
-    assert [n["body"] for n in worker.evaluate(WAIT_FOR_NOTIFICATIONS_SAYING, "Again")] == ["Again"]
+    listed = worker.evaluate("() => self.registration.getNotifications().then(all => all.length)")
+    deliver({"type": "closed", "tag": f"askuser-{prompt}"})
 
-    closing = {"type": "closed", "tag": f"askuser-{prompt}"}
-    cdp.send(
-        "ServiceWorker.deliverPushMessage",
-        {"origin": server.url, "registrationId": registration, "data": json.dumps(closing)},
-    )
     assert worker.evaluate(WAIT_FOR_NOTIFICATIONS, 0) == []
+    if listed:  # what the browser listed, the closing push closed
+        assert worker.evaluate(WAIT_FOR, {"list": "closed", "count": 1}) == [f"askuser-{prompt}"]

@@ -43,7 +43,6 @@ self.addEventListener("push", function (event) {
       body: message.body || "",
       tag: message.tag,
       renotify: message.type === "test",
-      icon: "/static/askuser/icon.svg",
       data: { url: message.url || "/", prompt_id: message.prompt_id || "" },
     })
   );
