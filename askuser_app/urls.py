@@ -3,6 +3,7 @@ from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
 from . import emailviews, views
+from .chat import pushviews
 from .chat import views as chat_views
 
 urlpatterns = [
@@ -20,5 +21,11 @@ urlpatterns = [
     path("language/", views.set_language, name="set_language"),
     # The Control UI's JavaScript strings in the page's language (a script file: no inline script).
     path("jsi18n/", JavaScriptCatalog.as_view(packages=["askuser_app"]), name="javascript_catalog"),
+    path("settings/push/key", pushviews.key, name="push_key"),
+    path("settings/push/subscribe", pushviews.subscribe, name="push_subscribe"),
+    path("settings/push/unsubscribe", pushviews.unsubscribe, name="push_unsubscribe"),
+    path("settings/push/remove", pushviews.remove, name="push_remove"),
+    path("settings/push/test", pushviews.test, name="push_test"),
+    path("sw.js", pushviews.service_worker, name="service_worker"),
     path("chat/", include("askuser_app.chat.urls")),
 ]

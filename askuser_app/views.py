@@ -18,6 +18,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from . import contract, i18n, prefs, services, ui
+from .chat import pushviews
 from .models import Prompt, Session
 
 if TYPE_CHECKING:
@@ -152,7 +153,8 @@ def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
 def settings_page(request: LoggedInRequest) -> HttpResponse:
     """The person's settings: notifications, email, language, and a link to the chat apps."""
     preferences = prefs.of(request.user)
-    return render(request, "askuser/settings.html", {"preferences": preferences})
+    context = {"preferences": preferences, **pushviews.context(request)}
+    return render(request, "askuser/settings.html", context)
 
 
 @require_POST

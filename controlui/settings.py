@@ -7,6 +7,7 @@ PostgreSQL and ``REDIS_URL`` to the Redis channel layer (the scaled mode).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from datetime import timedelta
@@ -50,6 +51,27 @@ def local_secret_key() -> str:
     path = DATA_DIR / "secret_key"
     if not path.exists():
         write_private(path, secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+def local_vapid_key() -> str:
+    """The Web Push signing key (P-256, PEM), made once: linked devices keep working across restarts.
+
+    Linked into place, never overwritten: two processes starting at once agree on one key."""
+    path = DATA_DIR / "vapid_private_key.pem"
+    if not path.exists():
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        draft = DATA_DIR / f".vapid-{secrets.token_hex(8)}"
+        write_private(draft, pem.decode())
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)
+        draft.unlink()
     return path.read_text().strip()
 
 
@@ -310,6 +332,19 @@ if ASKUSER_EMAIL_SMTP:
 else:
     EMAIL_BACKEND = "askuser_app.mailfiles.EmailBackend"
 EMAIL_FILE_PATH = DATA_DIR / "mail"
+
+# Web Push (README "Web Push"): the VAPID key pair that signs each push, made once and
+# kept in the data folder like the secret key, unless given (private key as PEM or as
+# the base64url key `vapid --gen` and web-push tools print). ASKUSER_PUSH=0 turns it off.
+ASKUSER_PUSH = env_bool("ASKUSER_PUSH", True)
+ASKUSER_VAPID_PRIVATE_KEY = env_str("ASKUSER_VAPID_PRIVATE_KEY").replace("\\n", "\n") or (
+    local_vapid_key() if ASKUSER_PUSH else ""
+)
+ASKUSER_VAPID_PUBLIC_KEY = env_str("ASKUSER_VAPID_PUBLIC_KEY")  # derived from the private key when unset
+# Who push services may contact about our pushes; unset, mailto:askuser@ the public URL's host.
+ASKUSER_VAPID_SUBJECT = env_str("ASKUSER_VAPID_SUBJECT")
+# Push services are public; an endpoint on a private address is refused unless allowed (tests).
+ASKUSER_PUSH_ALLOW_PRIVATE = env_bool("ASKUSER_PUSH_ALLOW_PRIVATE")
 
 # "I need more time": each extension adds ASKUSER_EXTEND_SECONDS, at most
 # ASKUSER_EXTEND_TIMES times, never past ASKUSER_EXTEND_LIMIT_SECONDS after creation.

@@ -167,6 +167,15 @@ HTTP_RULES = [
     ("language/", "POST", "/language/", {"form": {"language": "hi", "next": "/"}}, expect(302)),
     ("language/", "GET", "/language/", {}, expect(405)),
     ("jsi18n/", "GET", "/jsi18n/", {}, expect(200)),  # the JavaScript's words: public, like the login page
+    # Web Push (tests/test_push.py): each person's own devices; a request names no one else's.
+    ("settings/push/key", "GET", "/settings/push/key", {}, for_people(200, b=200, staff=200)),
+    ("settings/push/subscribe", "POST", "/settings/push/subscribe", {}, for_people(400, b=400, staff=400)),
+    ("settings/push/unsubscribe", "POST", "/settings/push/unsubscribe", {}, for_people(400, b=400, staff=400)),
+    # Only the person's own device is removed (tests/test_push.py); an unknown one is not found for anyone.
+    ("settings/push/remove", "POST", "/settings/push/remove", {"form": {"device": "999999"}}, for_people(404)),
+    ("settings/push/test", "POST", "/settings/push/test", {"form": {}}, expect(302)),  # back to the page
+    # Public, like the static files: the service worker's script holds nothing of anyone's.
+    ("sw.js", "GET", "/sw.js", {}, expect(200)),
     # A chat app's endpoint answers only while the app is set up (tests/test_chat_*.py).
     ("chat/telegram/webhook", "POST", "/chat/telegram/webhook", {}, expect(404)),
     ("chat/discord/interactions", "POST", "/chat/discord/interactions", {}, expect(404)),

@@ -1,0 +1,201 @@
+"""Web Push in a real browser: the service worker at /sw.js registers for the whole site, the
+settings page's subscribe flow, and a push delivered to that service worker (through the
+DevTools protocol's ``ServiceWorker.deliverPushMessage``) shows, then closes, its notification.
+
+What headless chromium allows here: in a Playwright context (off the record) pushManager.subscribe()
+rejects at once, "Registration failed - permission denied" (Chrome has no push in incognito); in a
+profile on disk it never settles, since Chrome cannot reach its push service (FCM) without the
+internet. So the subscribe flow is tested up to that call, and the push itself is delivered by
+DevTools, a real push event in the real service worker. A click on a notification has no
+DevTools command (and a synthetic one cannot waitUntil), so notificationclick is not tested."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import pytest
+from django.test import Client
+
+from askuser_app.models import PushSubscription
+
+from .test_browser import ARGS, CHROMIUM, WAIT_MS, playwright_api, server  # noqa: F401  (a fixture)
+
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.browser,
+    pytest.mark.backend_neutral,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
+    pytest.mark.django_db(transaction=True),
+]
+
+
+@pytest.fixture(scope="module")
+def profile(server):  # noqa: F811
+    """A browser with a profile on disk: Chrome refuses push subscriptions in an off-the-record
+    context ("Registration failed - permission denied"), which is what a Playwright context is."""
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with tempfile.TemporaryDirectory() as folder, playwright_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            folder,
+            executable_path=CHROMIUM,
+            args=[*ARGS, "--disable-features=NativeNotifications,SystemNotifications"],
+            base_url=server.url,
+        )
+        yield context
+        context.close()
+    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+@pytest.fixture
+def page(profile, server, owner):  # noqa: F811
+    client = Client()
+    client.force_login(owner)
+    profile.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": server.url}])
+    profile.grant_permissions(["notifications"], origin=server.url)
+    errors: list[str] = []
+    page = profile.new_page()
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    # The settings page, its push script and the service worker all keep to the site's CSP.
+    page.on("console", lambda message: errors.append(message.text) if "Security Policy" in message.text else None)
+    page.goto("/settings/")
+    page.wait_for_selector("#push-state[data-state]", timeout=WAIT_MS)
+    yield page
+    page.close()
+    assert errors == []
+
+
+def wait_for_state(page, *states: str) -> str:
+    selector = ", ".join(f"#push-state[data-state='{state}']" for state in states)
+    page.wait_for_selector(selector, timeout=WAIT_MS)
+    return page.locator("#push-state").inner_text()
+
+
+def registration_id(page) -> tuple[str, object]:
+    """The service worker's registration, as the DevTools protocol names it, and the session."""
+    cdp = page.context.new_cdp_session(page)
+    seen: list[dict] = []
+    cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: seen.extend(event["registrations"]))
+    page.wait_for_function("() => navigator.serviceWorker.ready.then(() => true)", timeout=WAIT_MS)
+    cdp.send("ServiceWorker.enable")  # then reports every registration, as events
+    for _tick in range(WAIT_MS // 50):  # events are handled while Playwright is called
+        if any(not r["isDeleted"] for r in seen):
+            break
+        page.wait_for_timeout(50)
+    [registration] = {r["registrationId"]: r for r in seen if not r["isDeleted"]}.values()
+    return registration["registrationId"], cdp
+
+
+WAIT_FOR_NOTIFICATIONS = """async (count) => {
+  // Inside the service worker: until it shows ``count`` notifications, for at most 10 s.
+  const until = Date.now() + 10000;
+  for (;;) {
+    const all = await self.registration.getNotifications();
+    if (all.length === count || Date.now() > until) {
+      return all.map(n => ({title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url}));
+    }
+    await new Promise(resolve => setTimeout(resolve, 50));
+  }
+}"""
+
+
+def service_worker(page):
+    workers = page.context.service_workers
+    return workers[0] if workers else page.context.wait_for_event("serviceworker", timeout=WAIT_MS)
+
+
+def test_turning_push_on_registers_the_service_worker_for_the_whole_site(page, server):  # noqa: F811
+    assert page.locator("#push-state").get_attribute("data-state") == "off"
+    assert page.locator("#push-enable").is_visible()
+    # Chrome without the internet never settles pushManager.subscribe() (it keeps trying to reach
+    # its push service); the page gives up after its timeout, shortened here.
+    page.evaluate("() => { document.getElementById('push-settings').dataset.subscribeTimeout = '1500'; }")
+
+    page.click("#push-enable")
+
+    said = wait_for_state(page, "failed", "on")
+    scope = page.evaluate("() => navigator.serviceWorker.getRegistration('/').then(r => r && r.scope)")
+    assert scope == f"{server.url}/"
+    if page.locator("#push-state").get_attribute("data-state") == "on":  # a browser that reaches its push service
+        assert PushSubscription.objects.count() == 1
+        return
+    assert said == "Notifications could not be turned on: the browser’s push service did not answer."
+    assert page.locator("#push-enable").is_visible()  # to try again
+    assert not PushSubscription.objects.exists()
+
+
+def test_the_in_page_notifications_switch_subscribes_this_browser_too(page):
+    page.evaluate("() => { document.getElementById('push-settings').dataset.subscribeTimeout = '1500'; }")
+
+    page.evaluate("() => document.dispatchEvent(new CustomEvent('askuser:notifications-on'))")
+
+    # The same subscribe as the settings button, so the same end here (see the test above).
+    said = wait_for_state(page, "failed", "on")
+    assert "push service" in said or PushSubscription.objects.exists()
+
+
+# Records, inside the service worker, each notification it asks the browser to show and close;
+# the browser's own calls still run. (Headless chromium lists a shown notification in
+# getNotifications() only most of the time, so the test reads what the worker did.)
+SPY = """() => {
+  self.shown = []; self.closed = [];
+  const show = ServiceWorkerRegistration.prototype.showNotification;
+  ServiceWorkerRegistration.prototype.showNotification = function (title, options) {
+    return show.call(this, title, options).then(() => {
+      self.shown.push({title, body: options.body, tag: options.tag, url: options.data.url});
+    });
+  };
+  const close = Notification.prototype.close;
+  Notification.prototype.close = function () { self.closed.push(this.tag); return close.call(this); };
+  return self.registration.active.state;
+}"""
+WAIT_FOR = """async (what) => {
+  const until = Date.now() + 10000;
+  while (self[what.list].length < what.count && Date.now() < until) await new Promise(r => setTimeout(r, 50));
+  return self[what.list];
+}"""
+
+
+def test_a_push_shows_its_notification_and_the_closing_push_takes_it_away(page, server):  # noqa: F811
+    page.evaluate("() => navigator.serviceWorker.register('/sw.js', {scope: '/'})")
+    registration, cdp = registration_id(page)
+    worker = service_worker(page)
+    assert worker.evaluate(SPY) == "activated"
+    prompt = "7b0c2a4e-4a8e-4a47-9f55-3d2b1f1f0c11"
+    shown = {
+        "type": "prompt",
+        "tag": f"askuser-{prompt}",
+        "title": "helper asks: Deploy",
+        "body": "Where should this release go first?",
+        "url": f"https://askuser.example.com/p/{prompt}/",
+        "prompt_id": prompt,
+    }
+
+    def deliver(message: dict) -> None:
+        # A real push event in the real service worker (the browser decrypts before it: plain data).
+        data = json.dumps(message)
+        cdp.send(
+            "ServiceWorker.deliverPushMessage", {"origin": server.url, "registrationId": registration, "data": data}
+        )
+
+    deliver(shown)
+    assert worker.evaluate(WAIT_FOR, {"list": "shown", "count": 1}) == [
+        {
+            "title": "helper asks: Deploy",
+            "body": "Where should this release go first?",
+            "tag": f"askuser-{prompt}",
+            "url": f"https://askuser.example.com/p/{prompt}/",
+        }
+    ]
+    # The same prompt again (as the page's own notification would be) replaces it: one at most.
+    deliver({**shown, "body": "Again"})
+    assert [n["body"] for n in worker.evaluate(WAIT_FOR, {"list": "shown", "count": 2})] == [shown["body"], "Again"]
+    assert len(worker.evaluate(WAIT_FOR_NOTIFICATIONS, 1)) <= 1
+
+    listed = worker.evaluate("() => self.registration.getNotifications().then(all => all.length)")
+    deliver({"type": "closed", "tag": f"askuser-{prompt}"})
+
+    assert worker.evaluate(WAIT_FOR_NOTIFICATIONS, 0) == []
+    if listed:  # what the browser listed, the closing push closed
+        assert worker.evaluate(WAIT_FOR, {"list": "closed", "count": 1}) == [f"askuser-{prompt}"]

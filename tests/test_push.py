@@ -1,0 +1,605 @@
+"""Web Push end to end: pywebpush's real requests to a local push service (https on 127.0.0.1,
+trusted through REQUESTS_CA_BUNDLE), decrypted here with the browser's own keys, the VAPID
+signature checked against the server's public key; the settings routes; the service worker route."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import ipaddress
+import json
+import os
+import secrets
+import ssl
+import stat
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import http_ece
+import jwt
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from django.core.exceptions import ImproperlyConfigured
+from django.test import Client
+
+from askuser_app import contract, services
+from askuser_app.asyncdb import database_call
+from askuser_app.chat import core, outbox, push
+from askuser_app.chat.base import Temporary
+from askuser_app.models import ChatMessage, Prompt, PushSubscription
+from controlui import settings as project_settings
+
+from .conftest import EXTRAS, QUESTION, payload
+from .test_client import until_async
+
+DEADLINE = 10
+CHROME_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+# --- the browser's side: its key pair and auth secret -------------------------------------------
+
+
+@dataclass
+class Browser:
+    """What a browser keeps for one subscription: an ECDH P-256 key pair and a 16-byte secret."""
+
+    endpoint: str
+    key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
+    auth: bytes = field(default_factory=lambda: secrets.token_bytes(16))
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``PushSubscription.toJSON()`` gives it."""
+        point = self.key.public_key().public_bytes(
+            serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+        )
+        return {
+            "endpoint": self.endpoint,
+            "expirationTime": None,
+            "keys": {"p256dh": b64url(point), "auth": b64url(self.auth)},
+        }
+
+    def read(self, body: bytes) -> dict[str, Any]:
+        """Decrypt an aes128gcm push as the browser does, and parse it."""
+        return json.loads(http_ece.decrypt(body, private_key=self.key, auth_secret=self.auth, version="aes128gcm"))
+
+
+# --- the push service: https on 127.0.0.1 with a certificate made here ---------------------------
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class PushService:
+    url: str = ""
+    received: list[Received] = field(default_factory=list)
+    # Each answer is popped in turn; when none is left, 201 Created.
+    answers: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    hold: threading.Event = field(default_factory=threading.Event)  # cleared: answers wait until set
+    _changed: threading.Condition = field(default_factory=threading.Condition)
+
+    # …or, for one endpoint only, these first.
+    answers_at: dict[str, list[tuple[int, dict[str, str]]]] = field(default_factory=dict)
+
+    def answer(self, status: int, headers: dict[str, str] | None = None, *, at: str = "") -> None:
+        queue = self.answers_at.setdefault(f"/push/{at}", []) if at else self.answers
+        queue.append((status, headers or {}))
+
+    def endpoint(self, name: str) -> str:
+        return f"{self.url}/push/{name}"
+
+    def at(self, name: str) -> list[Received]:
+        with self._changed:
+            return [r for r in self.received if r.path == f"/push/{name}"]
+
+    def wait_for(self, name: str, count: int = 1) -> list[Received]:
+        with self._changed:
+            done = self._changed.wait_for(lambda: len(self.at(name)) >= count, timeout=DEADLINE)
+        assert done, f"expected {count} push(es) to {name}, got {len(self.at(name))}"
+        return self.at(name)
+
+    def _record(self, received: Received) -> tuple[int, dict[str, str]]:
+        with self._changed:
+            self.received.append(received)
+            self._changed.notify_all()
+            mine = self.answers_at.get(received.path)
+            if mine:
+                return mine.pop(0)
+            return self.answers.pop(0) if self.answers else (201, {})
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "push.test")])
+    now = datetime.datetime.now(datetime.UTC)
+    public = key.public_key()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(public)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(public), False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "push.pem", folder / "push-key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+def _handler(service: PushService) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received = Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            status, headers = service._record(received)
+            service.hold.wait(DEADLINE)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    return Handler
+
+
+@pytest.fixture
+def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
+    cert_file, key_file = _certificate(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    service = PushService()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(service))
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    service.url = f"https://127.0.0.1:{server.server_address[1]}"
+    # requests' documented way to trust another certificate authority; pywebpush posts through requests.
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert_file))
+    settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the push service is on 127.0.0.1 here
+    settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
+    settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+    service.hold.set()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield service
+    finally:
+        service.hold.set()
+        server.shutdown()
+        server.server_close()
+
+
+def subscribed(user: Any, browser: Browser, device: str = "Chrome on Linux") -> PushSubscription:
+    keys = browser.to_json()["keys"]
+    return PushSubscription.objects.create(
+        user=user, endpoint=browser.endpoint, p256dh=keys["p256dh"], auth=keys["auth"], device=device
+    )
+
+
+def vapid_claims(received: Received, audience: str) -> dict[str, Any]:
+    """The VAPID JWT (RFC 8292 ``vapid t=…,k=…``), verified against the server's own public key."""
+    scheme, _, params = received.headers["authorization"].partition(" ")
+    parts = dict(p.split("=", 1) for p in params.split(","))
+    assert scheme == "vapid" and parts["k"] == push.public_key()
+    raw = base64.urlsafe_b64decode(push.public_key() + "==")
+    server_key = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), raw)
+    claims: dict[str, Any] = jwt.decode(parts["t"], server_key, algorithms=["ES256"], audience=audience)
+    return claims
+
+
+async def ask(agent: Any, *questions: dict[str, Any]) -> Prompt:
+    created = await database_call(services.ask)(agent, contract.parse_create(payload(*questions)))
+    return created.prompt
+
+
+async def row_of(prompt: Prompt, state: str) -> ChatMessage:
+    return await until_async(lambda: ChatMessage.objects.filter(prompt=prompt, state=state).first())
+
+
+# --- sending through the outbox -------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_new_prompt_reaches_each_device_encrypted_for_it_and_signed_by_the_server(
+    push_service, agent, owner, other_user
+):
+    laptop, phone = Browser(push_service.endpoint("laptop")), Browser(push_service.endpoint("phone"))
+    stranger = Browser(push_service.endpoint("stranger"))
+    for user, browser in ((owner, laptop), (owner, phone), (other_user, stranger)):
+        await database_call(subscribed)(user, browser)
+
+    prompt = await ask(agent)
+    outbox.ensure_running()
+
+    [to_laptop] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    [to_phone] = await asyncio.to_thread(push_service.wait_for, "phone")
+    message = laptop.read(to_laptop.body)
+    assert message == {
+        "type": "prompt",
+        "tag": f"askuser-{prompt.pk}",
+        "title": "helper asks: Deploy",
+        "body": "Where should this release go first?",
+        "agent": "helper",
+        "header": "Deploy",
+        "question": "Where should this release go first?",
+        "url": f"https://askuser.example.com/p/{prompt.pk}/",
+        "prompt_id": str(prompt.pk),
+        "expires_at": prompt.expires_at.isoformat(),
+    }
+    assert phone.read(to_phone.body) == message  # each encrypted for its own browser's keys
+    assert to_laptop.body != to_phone.body
+    assert to_laptop.headers["content-encoding"] == "aes128gcm" and int(to_laptop.headers["ttl"]) > 0
+    claims = vapid_claims(to_laptop, audience=push_service.url)
+    assert claims["sub"] == "mailto:askuser@askuser.example.com"
+    assert push_service.at("stranger") == []  # another person's device hears nothing of it
+    sent = await row_of(prompt, "sent")
+    assert sent.ref["tag"] == f"askuser-{prompt.pk}"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_several_questions_say_how_many_more_there_are(push_service, agent, owner):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+
+    await ask(agent, QUESTION, EXTRAS)
+    outbox.ensure_running()
+
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    message = laptop.read(received.body)
+    assert message["title"] == "helper asks: Deploy"
+    assert message["body"] == "Where should this release go first?\nand 1 more question"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_resolved_prompt_closes_its_notification_on_every_device(push_service, agent, owner):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    prompt = await ask(agent)
+    outbox.ensure_running()
+    await asyncio.to_thread(push_service.wait_for, "laptop")
+    await row_of(prompt, "sent")
+
+    await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+
+    [_shown, closing] = await asyncio.to_thread(push_service.wait_for, "laptop", 2)
+    message = laptop.read(closing.body)
+    assert message["type"] == "closed" and message["tag"] == f"askuser-{prompt.pk}"
+    assert message["outcome"].startswith("Answered: Production")
+    await row_of(prompt, "closed")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_prompt_resolved_before_its_push_went_out_sends_nothing(push_service, agent, owner):
+    await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
+    prompt = await ask(agent)  # no loop runs yet: the row waits
+
+    await database_call(services.skip_all)(prompt, by=owner, surface="web")
+
+    await row_of(prompt, "dropped")
+    assert await database_call(outbox.claim_due)(8) == []
+    assert push_service.received == []
+
+
+@pytest.mark.parametrize("status", [404, 410])
+@pytest.mark.django_db(transaction=True)
+async def test_a_subscription_the_push_service_no_longer_knows_is_removed(push_service, agent, owner, status):
+    push_service.answer(status)
+    await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
+    prompt = await ask(agent)
+    outbox.ensure_running()
+
+    failed = await row_of(prompt, "failed")
+
+    assert len(push_service.at("laptop")) == 1  # not retried
+    assert f"answered {status}" in failed.last_error and "removed" in failed.last_error
+    assert not await database_call(PushSubscription.objects.exists)()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_push_service_error_is_retried_until_it_gets_through(push_service, agent, owner):
+    push_service.answer(500)
+    push_service.answer(429, {"Retry-After": "0"})
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    prompt = await ask(agent)
+    outbox.ensure_running()
+
+    received = await asyncio.to_thread(push_service.wait_for, "laptop", 3)
+    await row_of(prompt, "sent")
+
+    assert [laptop.read(r.body)["tag"] for r in received] == [f"askuser-{prompt.pk}"] * 3
+    row = await database_call(PushSubscription.objects.get)()
+    assert row.last_used_at is not None
+
+
+@pytest.mark.django_db
+def test_a_push_service_that_does_not_answer_in_time_is_tried_again_later(push_service, owner):
+    row = subscribed(owner, Browser(push_service.endpoint("laptop")))
+    push_service.hold.clear()
+
+    pushed = push.push(row, {"type": "test"}, timeout=0.5)
+
+    push_service.hold.set()
+    assert not pushed.ok and pushed.temporary and "could not be reached: ReadTimeout" in pushed.error
+    with pytest.raises(Temporary):
+        push._pushed_or_raise(pushed)
+
+
+def test_retry_after_in_seconds_or_as_a_date_is_honoured():
+    assert push._retry_after("30") == 30.0
+    assert push._retry_after(None) is None
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=120)
+    assert 100 < (push._retry_after(later.strftime("%a, %d %b %Y %H:%M:%S GMT")) or 0) <= 120
+
+
+@pytest.mark.django_db
+def test_push_costs_a_create_one_read_when_the_owner_has_no_device(agent, owner, django_assert_num_queries):
+    prompt = services.ask(agent, contract.parse_create(payload())).prompt
+    with django_assert_num_queries(1):
+        assert push.adapter.recipients(prompt) == []
+
+
+@pytest.mark.django_db
+def test_a_private_push_endpoint_is_refused_at_send_time_too(owner, settings):
+    settings.ASKUSER_PUSH_ALLOW_PRIVATE = False
+    row = PushSubscription(user=owner, endpoint="https://127.0.0.1:9/push/x", p256dh="x", auth="y")
+
+    pushed = push.push(row, {"type": "test"}, timeout=1)
+
+    assert not pushed.ok and not pushed.temporary and "public address" in pushed.error
+
+
+# --- the settings routes --------------------------------------------------------------------------
+
+
+def browser_for(user: Any) -> Client:
+    client = Client(headers={"User-Agent": CHROME_UA})
+    client.force_login(user)
+    return client
+
+
+def post_json(client: Client, url: str, data: Any) -> Any:
+    body = data if isinstance(data, (bytes, str)) else json.dumps(data)
+    return client.post(url, body, content_type="application/json")
+
+
+@pytest.mark.django_db
+def test_subscribing_stores_this_browser_with_a_name_a_person_recognises(owner, settings):
+    settings.ASKUSER_PUSH_ALLOW_PRIVATE = False
+    subscription = Browser("https://fcm.googleapis.com/fcm/send/abc123").to_json()
+
+    response = post_json(browser_for(owner), "/settings/push/subscribe", subscription)
+
+    assert response.status_code == 201
+    row = PushSubscription.objects.get()
+    assert (row.user, row.endpoint, row.device) == (owner, subscription["endpoint"], "Chrome on Linux")
+    assert (row.p256dh, row.auth) == (subscription["keys"]["p256dh"], subscription["keys"]["auth"])
+    assert response.json() == {"id": row.pk, "device": "Chrome on Linux"}
+
+
+@pytest.mark.django_db
+def test_the_same_browser_subscribing_again_is_one_device(owner, other_user):
+    subscription = Browser("https://fcm.googleapis.com/fcm/send/abc123").to_json()
+    post_json(browser_for(owner), "/settings/push/subscribe", subscription)
+
+    again = post_json(browser_for(other_user), "/settings/push/subscribe", subscription)  # someone else logs in there
+
+    assert again.status_code == 201
+    assert list(PushSubscription.objects.values_list("user", flat=True)) == [other_user.pk]
+
+
+def _keys(**changes: Any) -> dict[str, Any]:
+    subscription = Browser("https://fcm.googleapis.com/fcm/send/abc").to_json()
+    subscription["keys"].update(changes)
+    return subscription
+
+
+@pytest.mark.parametrize(
+    "body,said",
+    [
+        (b"not json", "as JSON"),
+        ([1, 2], "JSON object"),
+        ({"keys": {}}, "no endpoint"),
+        ({**_keys(), "endpoint": "http://fcm.googleapis.com/x"}, "https"),
+        ({**_keys(), "endpoint": "https://127.0.0.1/x"}, "public address"),
+        ({**_keys(), "endpoint": "https://localhost:8443/x"}, "public address"),
+        ({**_keys(), "endpoint": "https://[::1]/x"}, "public address"),
+        ({**_keys(), "endpoint": "https://x.example/" + "a" * 2100}, "endpoint"),
+        ({"endpoint": "https://fcm.googleapis.com/x"}, "no keys"),
+        (_keys(p256dh=None), "no p256dh"),
+        (_keys(p256dh="!!!"), "p256dh"),
+        (_keys(p256dh=b64url(b"\x04" + b"\x00" * 64)), "not a P-256"),
+        (_keys(p256dh=b64url(b"\x04" * 10)), "wrong length"),
+        (_keys(auth=b64url(b"short")), "wrong length"),
+    ],
+)
+@pytest.mark.django_db
+def test_a_bad_subscription_is_refused_and_nothing_is_stored(owner, body, said, settings):
+    settings.ASKUSER_PUSH_ALLOW_PRIVATE = False
+
+    response = post_json(browser_for(owner), "/settings/push/subscribe", body)
+
+    assert response.status_code == 400
+    assert said in response.json()["error"]
+    assert not PushSubscription.objects.exists()
+
+
+@pytest.mark.django_db
+def test_subscribing_needs_the_csrf_token(owner):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
+
+    response = post_json(client, "/settings/push/subscribe", _keys())
+
+    assert response.status_code == 403 and not PushSubscription.objects.exists()
+
+
+@pytest.mark.django_db
+def test_unsubscribing_forgets_only_this_browser_of_this_person(owner, other_user):
+    mine, theirs = Browser("https://push.example/mine"), Browser("https://push.example/theirs")
+    subscribed(owner, mine)
+    subscribed(other_user, theirs)
+    client = browser_for(owner)
+
+    refused = post_json(client, "/settings/push/unsubscribe", {"endpoint": theirs.endpoint})
+    bad = post_json(client, "/settings/push/unsubscribe", {"nothing": 1})
+    done = post_json(client, "/settings/push/unsubscribe", {"endpoint": mine.endpoint})
+
+    assert (refused.status_code, bad.status_code, done.status_code) == (404, 400, 204)
+    assert list(PushSubscription.objects.values_list("endpoint", flat=True)) == [theirs.endpoint]
+
+
+@pytest.mark.django_db
+def test_the_settings_page_lists_the_devices_and_removes_one(owner, other_user):
+    phone = subscribed(owner, Browser("https://push.example/phone"), device="Firefox on Android")
+    subscribed(owner, Browser("https://push.example/laptop"), device="Chrome on Linux")
+    theirs = subscribed(other_user, Browser("https://push.example/theirs"), device="Safari on macOS")
+    client = browser_for(owner)
+
+    page = client.get("/settings/").content.decode()
+    assert "Firefox on Android" in page and "Chrome on Linux" in page and "Safari on macOS" not in page
+    assert f'data-public-key="{push.public_key()}"' in page
+    assert "Send me a test notification" in page
+
+    assert client.post("/settings/push/remove", {"device": theirs.pk}).status_code == 404
+    assert client.post("/settings/push/remove", {"device": "x"}).status_code == 404
+    removed = client.post("/settings/push/remove", {"device": phone.pk}, headers={"HX-Request": "true"})
+
+    assert removed.status_code == 200 and "Firefox on Android" not in removed.content.decode()
+    assert 'id="push-settings"' in removed.content.decode()
+    assert set(PushSubscription.objects.values_list("device", flat=True)) == {"Chrome on Linux", "Safari on macOS"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_test_notification_goes_to_every_device_now_and_says_which_got_it(push_service, owner):
+    laptop, old_phone = Browser(push_service.endpoint("laptop")), Browser(push_service.endpoint("old"))
+    subscribed(owner, laptop, device="Chrome on Linux")
+    subscribed(owner, old_phone, device="Firefox on Android")
+    push_service.answer(410, at="old")  # the phone's browser dropped its subscription
+    client = browser_for(owner)
+
+    response = client.post("/settings/push/test", headers={"HX-Request": "true"})
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Sent to Chrome on Linux." in html
+    assert "Not sent to Firefox on Android: The browser no longer accepts notifications: removed." in html
+    [received] = push_service.at("laptop")
+    assert laptop.read(received.body)["type"] == "test"
+    assert list(PushSubscription.objects.values_list("device", flat=True)) == ["Chrome on Linux"]
+
+
+@pytest.mark.django_db
+def test_without_javascript_the_test_button_reports_through_the_page(owner):
+    response = browser_for(owner).post("/settings/push/test", follow=True)
+
+    assert "No device gets notifications yet." in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_with_push_turned_off_the_routes_say_so(owner, settings):
+    settings.ASKUSER_PUSH = False
+    client = browser_for(owner)
+
+    assert post_json(client, "/settings/push/subscribe", _keys()).status_code == 404
+    assert client.get("/settings/push/key").status_code == 404
+    assert "Web Push is turned off on this server." in client.get("/settings/").content.decode()
+    assert "push" not in core.adapters()
+
+
+@pytest.mark.django_db
+def test_the_key_route_gives_the_public_key_to_pages_other_than_settings(owner):
+    assert browser_for(owner).get("/settings/push/key").json() == {"public_key": push.public_key()}
+
+
+def test_the_service_worker_is_served_from_the_root_for_the_whole_site():
+    response = Client().get("/sw.js")
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/javascript")
+    assert response["Service-Worker-Allowed"] == "/"
+    assert "script-src 'self'" in response["Content-Security-Policy"]
+    assert 'addEventListener("push"' in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "agent_string,name",
+    [
+        (CHROME_UA, "Chrome on Linux"),
+        ("Mozilla/5.0 (Android 14; Mobile; rv:133.0) Gecko/133.0 Firefox/133.0", "Firefox on Android"),
+        (
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+            "Version/17.5 Mobile/15E148 Safari/604.1",
+            "Safari on iOS",
+        ),
+        (
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 "
+            "Safari/537.36 Edg/131.0.0.0",
+            "Edge on Windows",
+        ),
+        ("", "A browser"),
+    ],
+)
+def test_a_device_is_named_by_its_browser_and_system(agent_string, name):
+    assert push.device_name(agent_string) == name
+
+
+# --- the keys -----------------------------------------------------------------------------------------
+
+
+def test_the_vapid_key_is_made_once_private_to_the_server(tmp_path, monkeypatch):
+    monkeypatch.setattr(project_settings, "DATA_DIR", tmp_path)
+
+    first = project_settings.local_vapid_key()
+    again = project_settings.local_vapid_key()
+
+    path = tmp_path / "vapid_private_key.pem"
+    assert first == again and first.startswith("-----BEGIN PRIVATE KEY-----")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["vapid_private_key.pem"]  # no draft left behind
+
+
+def test_keys_from_the_environment_are_used_and_checked(settings):
+    from py_vapid import Vapid
+
+    made = Vapid()
+    made.generate_keys()
+    raw = made.private_key.private_numbers().private_value.to_bytes(32, "big")
+    point = made.public_key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    settings.ASKUSER_VAPID_PRIVATE_KEY = b64url(raw)  # as `vapid --gen` and web-push tools print it
+    settings.ASKUSER_VAPID_PUBLIC_KEY = b64url(point)
+    assert push.public_key() == b64url(point)
+
+    settings.ASKUSER_VAPID_PUBLIC_KEY = b64url(b"\x04" + b"\x01" * 64)
+    with pytest.raises(ImproperlyConfigured):
+        push.public_key()
+    settings.ASKUSER_VAPID_PRIVATE_KEY = "not a key"
+    with pytest.raises(ImproperlyConfigured):
+        push.vapid()
