@@ -47,7 +47,9 @@ class Person(Human):
     """A logged-in person whose pages record their notifications."""
 
     def __init__(self, browser, live, user, *, notifications: bool = False) -> None:
-        super().__init__(browser, live, user, viewport={"width": 1280, "height": 800})
+        # The page's own notifications: with a service worker running (Web Push on the device)
+        # the page hands them to it instead (tests/test_browser_push.py).
+        super().__init__(browser, live, user, viewport={"width": 1280, "height": 800}, service_workers="block")
         self.context.add_init_script(RECORDER)
         if notifications:
             self.context.grant_permissions(["notifications"], origin=live.url)

@@ -20,7 +20,8 @@ from django.test import Client
 
 from askuser_app.models import PushSubscription
 
-from .test_browser import ARGS, CHROMIUM, WAIT_MS, playwright_api, server  # noqa: F401  (a fixture)
+from .conftest import QUESTION
+from .test_browser import ARGS, CHROMIUM, WAIT_MS, agent_api, playwright_api, server  # noqa: F401  (fixtures)
 
 pytestmark = [
     pytest.mark.live,
@@ -199,3 +200,30 @@ def test_a_push_shows_its_notification_and_the_closing_push_takes_it_away(page, 
     assert worker.evaluate(WAIT_FOR_NOTIFICATIONS, 0) == []
     if listed:  # what the browser listed, the closing push closed
         assert worker.evaluate(WAIT_FOR, {"list": "closed", "count": 1}) == [f"askuser-{prompt}"]
+
+
+def test_with_the_service_worker_running_the_page_hands_its_notification_to_it(page, agent_api):  # noqa: F811
+    # A page notification and a worker's are kept apart whatever their tags; from the worker,
+    # the push for the same prompt replaces it instead of showing a second one.
+    page.evaluate("() => navigator.serviceWorker.register('/sw.js', {scope: '/'})")
+    page.wait_for_function("() => navigator.serviceWorker.ready.then(r => !!r.active)", timeout=WAIT_MS)
+    page.evaluate(
+        """() => {
+          window.fromThePage = 0; window.fromTheWorker = [];
+          const Real = window.Notification;
+          window.Notification = function (title, options) { window.fromThePage++; return new Real(title, options); };
+          Object.defineProperty(window.Notification, "permission", {get: () => Real.permission});
+          const show = ServiceWorkerRegistration.prototype.showNotification;
+          ServiceWorkerRegistration.prototype.showNotification = function (title, options) {
+            window.fromTheWorker.push(options.tag);
+            return show.call(this, title, options);
+          };
+          localStorage.setItem("askuser-notifications", "on");
+        }"""
+    )
+
+    prompt_id = agent_api.ask(QUESTION)
+
+    page.wait_for_function("() => window.fromTheWorker.length === 1", timeout=WAIT_MS)
+    assert page.evaluate("() => window.fromTheWorker") == [f"askuser-{prompt_id}"]
+    assert page.evaluate("() => window.fromThePage") == 0

@@ -145,21 +145,27 @@
       icon: (document.getElementById("favicon") || {}).dataset.plain,
       data: { url: url },
     };
-    try {
-      var shown = new Notification(element.dataset.arrivedTitle, options);
-      shown.onclick = function (event) {
-        event.preventDefault();
-        shown.close();
-        open(url);
-      };
-    } catch (error) {
-      // Where pages may not construct notifications (Android), the service worker shows them.
-      if (navigator.serviceWorker) {
-        navigator.serviceWorker.getRegistration().then(function (registration) {
-          if (registration) registration.showNotification(element.dataset.arrivedTitle, options);
-        });
+    var title = element.dataset.arrivedTitle;
+    function fromThePage() {
+      try {
+        var shown = new Notification(title, options);
+        shown.onclick = function (event) {
+          event.preventDefault();
+          shown.close();
+          open(url);
+        };
+      } catch (error) {
+        // Where pages may not construct notifications (Android) and no service worker runs.
       }
     }
+    if (!navigator.serviceWorker) return fromThePage();
+    // With the service worker running (Web Push on this device), it shows the notification:
+    // the page's and the push's then share one list, where the same tag replaces, never doubles
+    // (a page's own notification and a worker's are kept apart, whatever their tags).
+    navigator.serviceWorker.getRegistration("/").then(function (registration) {
+      if (registration && registration.active) return registration.showNotification(title, options);
+      fromThePage();
+    }, fromThePage);
   }
 
   function arrived(element) {
