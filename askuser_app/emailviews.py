@@ -98,7 +98,7 @@ def _respond(request: HttpRequest, link: mail.Link, prompt: Prompt, owner: User)
         except services.AlreadyResolved as lost:
             return _show(request, lost.prompt, owner, choice, status=409)
         except services.InvalidAnswer as refused:
-            return _show(request, prompt, owner, choice, notice=refused.message, status=422)
+            return _show(request, prompt, owner, choice, notice=refused.for_person, status=422)
         return _show(request, prompt, owner, choice)
     if action == "more_time":
         try:
@@ -107,7 +107,7 @@ def _respond(request: HttpRequest, link: mail.Link, prompt: Prompt, owner: User)
             return _show(request, lost.prompt, owner, choice, status=409)
         except (services.Refused, services.Conflict) as refused:
             prompt.refresh_from_db()
-            return _show(request, prompt, owner, choice, notice=refused.message, status=409)
+            return _show(request, prompt, owner, choice, notice=refused.for_person, status=409)
         minutes = round((extended.prompt.expires_at - extended.previous).total_seconds() / 60)
         added = ngettext("%(minutes)s more minute.", "%(minutes)s more minutes.", minutes) % {"minutes": minutes}
         return _show(request, extended.prompt, owner, choice, notice=added)

@@ -48,11 +48,17 @@ class DomainError(Exception):
     status = 400
     code = "error"
 
-    def __init__(self, message: str, *, code: str | None = None, **extra: Any) -> None:
+    def __init__(self, message: str, *, code: str | None = None, person: str = "", **extra: Any) -> None:
         super().__init__(message)
         self.message = message
         self.code = code or type(self).code
+        self.person = person
         self.extra = extra
+
+    @property
+    def for_person(self) -> str:
+        """The sentence for a person, in their language; ``message`` is the agent API's (English)."""
+        return self.person or self.message
 
 
 class NotFound(DomainError):
@@ -505,7 +511,7 @@ def _read_answer(question: Question, given: Sequence[str] | str | None) -> Quest
     free: list[str] = []
     for value in values:
         if not isinstance(value, str):
-            raise InvalidAnswer(f"{question.key}: each answer must be a string.")
+            raise InvalidAnswer(f"{question.key}: each answer must be a string.", person=_("Each answer must be text."))
         value = value.strip()
         if fold(value) in by_fold:
             chosen.add(by_fold[fold(value)])
@@ -513,19 +519,30 @@ def _read_answer(question: Question, given: Sequence[str] | str | None) -> Quest
             free.append(_checked_free_text(question, value))
     options = [o.label for o in question.options.all() if o.label in chosen]
     if len(free) > 1:
-        raise InvalidAnswer(f"{question.key}: give at most one answer of your own.")
+        raise InvalidAnswer(
+            f"{question.key}: give at most one answer of your own.",
+            person=_("%(header)s: give at most one answer of your own.") % {"header": question.header},
+        )
     if not question.multi_select and len(options) + len(free) > 1:
-        raise InvalidAnswer(f"{question.key}: choose one option or type one answer; this question is single-select.")
+        raise InvalidAnswer(
+            f"{question.key}: choose one option or type one answer; this question is single-select.",
+            person=_("%(header)s: choose one option or type one answer.") % {"header": question.header},
+        )
     return QuestionAnswer(options=options, free_text=free[0] if free else "")
 
 
 def _checked_free_text(question: Question, value: str) -> str:
     if len(value) > contract.MAX_FREE_TEXT:
         raise InvalidAnswer(
-            f"{question.key}: your answer is {len(value)} characters; at most {contract.MAX_FREE_TEXT} fit."
+            f"{question.key}: your answer is {len(value)} characters; at most {contract.MAX_FREE_TEXT} fit.",
+            person=_("%(header)s: your answer is %(length)d characters; at most %(limit)d fit.")
+            % {"header": question.header, "length": len(value), "limit": contract.MAX_FREE_TEXT},
         )
     if control_character(value):
-        raise InvalidAnswer(f"{question.key}: your answer contains control characters.")
+        raise InvalidAnswer(
+            f"{question.key}: your answer contains control characters.",
+            person=_("%(header)s: your answer contains control characters.") % {"header": question.header},
+        )
     return value
 
 
@@ -855,9 +872,10 @@ def _read_as_reply(session: Session, user: User, message: Message, prompt: Promp
     try:
         answered = answer(prompt, reading.answers, by=user, surface="text", detail=detail)
     except AlreadyResolved as lost:
-        return Posted(message, note=_note(session, prompt, f"{lost.for_person} Your message stays in the chat."))
+        stays = _("%(outcome)s Your message stays in the chat.") % {"outcome": lost.for_person}
+        return Posted(message, note=_note(session, prompt, stays))
     except InvalidAnswer as refused:
-        return Posted(message, note=_note(session, prompt, refused.message))
+        return Posted(message, note=_note(session, prompt, refused.for_person))
     return Posted(message, answered=answered)
 
 
@@ -869,17 +887,21 @@ def _note(session: Session, prompt: Prompt, text: str) -> Message:
 
 
 def _message_text(text: Any) -> str:
-    problem = None
+    problem, person = None, ""
     if not isinstance(text, str):
-        problem = "must be a string"
+        problem, person = "must be a string", _("A message must be text.")
     elif not text.strip():
-        problem = "must not be blank"
+        problem, person = "must not be blank", _("Write something first.")
     elif len(text.strip()) > MAX_MESSAGE:
         problem = f"must be at most {MAX_MESSAGE} characters (got {len(text.strip())})"
+        person = _("A message holds at most %(limit)d characters; this one has %(length)d.") % {
+            "limit": MAX_MESSAGE,
+            "length": len(text.strip()),
+        }
     elif control_character(text.strip()):
-        problem = "must not contain control characters"
+        problem, person = "must not contain control characters", _("A message must not contain control characters.")
     if problem:
-        raise InvalidMessage(f"text: {problem}.", errors=[{"path": "text", "message": problem}])
+        raise InvalidMessage(f"text: {problem}.", person=person, errors=[{"path": "text", "message": problem}])
     return str(text).strip()  # a str: anything else was refused above
 
 

@@ -90,7 +90,7 @@ def answer_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpRes
     except services.AlreadyResolved as lost:
         notice = lost.for_person
     except services.InvalidAnswer as refused:
-        error = refused.message
+        error = refused.for_person
     if not request.htmx:
         if error:
             return session_page(request, key, error=error, status=422)
@@ -116,7 +116,7 @@ def extend_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpRes
     except services.AlreadyResolved as lost:
         notice, resolved = lost.for_person, True
     except (services.Refused, services.Conflict) as refused:
-        notice = refused.message
+        notice = refused.for_person
     if not request.htmx:
         if notice:
             messages.info(request, notice)
@@ -138,9 +138,9 @@ def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
         posted = services.post_user_message(session, request.user, request.POST.get("text", ""))
     except services.InvalidMessage as refused:
         if not request.htmx:
-            messages.error(request, refused.message)
+            messages.error(request, refused.for_person)
             return redirect("session", key=key)
-        return HttpResponse(ui.render_notice(refused.message, target="composer-error"), status=422)
+        return HttpResponse(ui.render_notice(refused.for_person, target="composer-error"), status=422)
     if not request.htmx:
         return redirect("session", key=key)
     html = ui.render_appended([ui.message_item(m) for m in (posted.message, posted.note) if m is not None])

@@ -435,3 +435,30 @@ def test_every_string_the_code_marks_is_in_the_catalogue_and_nothing_else(catalo
         gone = ids(read_po(po)) - ids(read_po(fresh))
 
         assert (added, gone) == (set(), set()), f"{po}: run `make messages`, translate, and run it again"
+
+
+def test_a_refused_answer_or_message_is_told_in_the_persons_language(owner, agent):
+    prefer(owner, "hi")
+    prompt = ask(agent)
+    client = logged_in(owner)
+    htmx = {"HX-Request": "true"}
+
+    blank = client.post("/s/support-42/messages", {"text": "   "}, headers=htmx)
+    odd = client.post(
+        f"/s/support-42/prompts/{prompt.pk}/answer", {"q-deploy_target-other": "bad\x00byte"}, headers=htmx
+    )
+
+    assert blank.status_code == 422 and "पहले कुछ लिखें।" in blank.content.decode()
+    assert odd.status_code == 422 and "Deploy: आपके उत्तर में नियंत्रण वर्ण" in odd.content.decode()
+    assert Prompt.objects.get(pk=prompt.pk).is_pending
+
+
+def test_the_agent_hears_a_refused_answer_in_english_whatever_the_person_chose(owner, agent):
+    prefer(owner, "hi")
+    prompt = ask(agent)
+
+    with translation.override("hi"), pytest.raises(services.InvalidAnswer) as refused:
+        services.answer(prompt, {"deploy_target": "bad\x00byte"}, by=None, surface="api")
+
+    assert refused.value.message == "deploy_target: your answer contains control characters."
+    assert refused.value.for_person == "Deploy: आपके उत्तर में नियंत्रण वर्ण (control characters) हैं।"

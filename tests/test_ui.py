@@ -193,7 +193,7 @@ def test_an_answer_reads_nothing_twice(agent, browser, django_capture_on_commit_
         ({"q-deploy_target": "²"}, "is not one of its options"),  # str.isdigit() says yes, int() no
         ({"q-deploy_target": "١"}, "is not one of its options"),  # an Arabic-Indic 1 is not an option number
         ({"q-deploy_target": "9" * 5000}, "is not one of its options"),
-        ({"q-deploy_target": "0", "q-deploy_target-other": "my own"}, "single-select"),
+        ({"q-deploy_target": "0", "q-deploy_target-other": "my own"}, "choose one option or type one answer"),
     ],
 )
 def test_a_form_that_cannot_be_read_changes_nothing(agent, browser, form, words):
@@ -301,7 +301,7 @@ def test_a_reply_after_the_deadline_is_a_plain_message(agent, browser):
     assert Message.objects.get(author="user").prompt is None
 
 
-@pytest.mark.parametrize("text,words", [("   ", "must not be blank"), ("x" * 4001, "at most 4000")])
+@pytest.mark.parametrize("text,words", [("   ", "Write something first."), ("x" * 4001, "at most 4000")])
 def test_a_message_that_cannot_be_sent_is_refused(agent, browser, text, words):
     services.post_agent_message(agent, "support-42", "hi")
 

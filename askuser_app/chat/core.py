@@ -224,7 +224,7 @@ def _resolve(prompt: Prompt, user: User, channel: str, answers: Mapping[str, Any
     except services.AlreadyResolved as lost:
         return _lost(lost)
     except services.InvalidAnswer as refused:
-        return Reply(refused.message, prompt_id=prompt.pk)
+        return Reply(refused.for_person, prompt_id=prompt.pk)
     shown = closed(done)
     return Reply(shown.outcome, recorded=True, prompt_id=done.pk, closed=shown)
 
