@@ -28,8 +28,8 @@ def test_a_create_in_a_new_session_is_one_short_transaction(api, django_assert_m
     settings.ASKUSER_RATE_LIMIT = 0
     api.ask(payload(session="warm-up"))  # the token's first use also records it
 
-    # The token, BEGIN, the session (get, savepoint, insert, release), the
-    # run, the prompt, its questions, their options, the event, COMMIT.
+    # The token, BEGIN, the session and the run (one statement each), the prompt, its
+    # questions, their options, the event, whom to email and which devices to push to, COMMIT.
     with django_assert_max_num_queries(12):
         assert api.ask(payload(session="fresh")).status_code == 201
 
