@@ -15,7 +15,7 @@ from django.test import Client
 from askuser_app import contract, egress, services, webhooks
 from askuser_app.asyncdb import database_call
 from askuser_app.client import AskUserClient, sign, verify_signature
-from askuser_app.models import Prompt, WebhookDelivery, new_webhook_secret
+from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 
 from .conftest import QUESTION, payload
 from .servers import DaphneServer
@@ -225,11 +225,17 @@ def test_receivers_that_never_answer_do_not_delay_another_owners_webhook(server,
     finally:
         silent.close()
         fast.close()
-        # The server would go on retrying the silent host while the test's tables are emptied:
-        # end those deliveries, and wait until the tries in flight have been recorded.
+        # The server would go on retrying the silent host while the test's tables are emptied
+        # (a deadlock with the flush on PostgreSQL): end those deliveries first, so that no try is
+        # claimed any more, then wait until every try claimed so far has recorded its attempt.
         slow = WebhookDelivery.objects.filter(prompt__agent__owner=other_user)
-        until(lambda: sum(d.attempts.count() for d in slow) >= len(silent.requests), within=ATTEMPT_TIMEOUT * 2)
         slow.update(status="failed")
+
+        def recorded() -> bool:
+            claimed = sum(slow.values_list("attempt_count", flat=True))
+            return WebhookAttempt.objects.filter(delivery__in=slow).count() >= claimed
+
+        until(recorded, within=ATTEMPT_TIMEOUT * 2)
 
 
 @pytest.mark.django_db
