@@ -549,3 +549,11 @@ def test_the_admin_and_the_result_say_by_email(smtp, agent, addressed, staff):
     page = admin.get(f"/admin/askuser_app/prompt/{prompt.pk}/change/").content.decode()
 
     assert "by email" in page
+
+
+def test_a_hindi_owners_mail_says_the_time_left_in_hindi(smtp, agent, addressed):
+    Preferences.objects.update_or_create(user=addressed, defaults={"language": "hi"})
+
+    plain, _html = mail_of(ask(agent))
+
+    assert "14 मिनट" in plain and "14 minutes" not in plain

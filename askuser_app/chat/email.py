@@ -36,13 +36,13 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import URLPattern, path, reverse
 from django.utils import formats, timezone, translation
-from django.utils.timesince import timeuntil
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from .. import contract, prefs, services, textreply
+from .. import contract, i18n, prefs, services, textreply
 from ..asyncdb import database_call
 from ..models import Preferences, Prompt
+from ..templatetags import askuser_i18n
 from .base import Card, Closed, Permanent, Recipient, Ref, Temporary
 
 if TYPE_CHECKING:
@@ -111,7 +111,8 @@ def link_url(token: str) -> str:
 
 
 def owner_language(preferences: Preferences | None) -> str:
-    return (preferences.language if preferences is not None else "") or settings.LANGUAGE_CODE
+    """The owner's chosen language when the Control UI speaks it (``i18n.supported``), else the default."""
+    return i18n.supported(preferences.language if preferences is not None else "") or settings.LANGUAGE_CODE
 
 
 def preferences_of(user: User) -> Preferences | None:
@@ -121,8 +122,8 @@ def preferences_of(user: User) -> Preferences | None:
 
 
 def time_left(expires_at: datetime, now: datetime | None = None) -> str:
-    """ "14 minutes", in the active language."""
-    return timeuntil(expires_at, now or timezone.now(), depth=1)
+    """ "14 minutes", in the active language (the pages' own units: Django's have no Hindi)."""
+    return askuser_i18n.time_left(expires_at, now)
 
 
 def deadline(expires_at: datetime) -> str:
