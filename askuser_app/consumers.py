@@ -3,8 +3,10 @@ pushes the same partials the views render."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
-from collections import Counter
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
 from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
@@ -51,6 +53,37 @@ class Holdings:
 holdings = Holdings()
 
 
+class SharedRenders:
+    """What an announcement changes, rendered once per process for all the
+    open pages that show the same of it, instead of once per page.
+
+    A person's pages all hear the person's group: with 5,000 of them open, each
+    prompt asked was 5,000 reads of the same count on the one database thread
+    (docs/PERFORMANCE.md, "Reconnect storm"). A page asks for a render by the
+    announcement's id (``realtime.new_event_id``) and everything the render
+    depends on; the first page's read serves the rest, and pages that ask while
+    it runs wait for it. The last ``keep`` renders are kept: a page hears an
+    announcement within moments of the others, never after hundreds more."""
+
+    def __init__(self, keep: int = 512) -> None:
+        self.keep = keep
+        self.renders: OrderedDict[Hashable, asyncio.Future[str]] = OrderedDict()
+
+    async def get(self, key: Hashable | None, render: Callable[[], Awaitable[str]]) -> str:
+        if key is None:  # an event without an id (sent by hand): rendered for this page alone
+            return await render()
+        shared = self.renders.get(key)
+        if shared is None:
+            shared = self.renders[key] = asyncio.ensure_future(render())
+            if len(self.renders) > self.keep:
+                self.renders.popitem(last=False)
+        # Shielded: a page that closes while it waits does not cancel the others' render.
+        return await asyncio.shield(shared)
+
+
+shared_renders = SharedRenders()
+
+
 class LiveConsumer(AsyncWebsocketConsumer):
     """``/ws/sessions/`` follows the sessions list; ``/ws/sessions/<key>/`` one session;
     ``/ws/sessions/?only=waiting`` (every other page) only what waits for the person.
@@ -60,6 +93,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     groups: list[str] = []
     held: list[Holder] = []
+    opened = False
 
     async def connect(self) -> None:
         key = self.scope["url_route"]["kwargs"].get("key")
@@ -71,7 +105,15 @@ class LiveConsumer(AsyncWebsocketConsumer):
             # Joined before anything is read: nothing that happens after the read is missed.
             await self.join(session_group(key))
         # One database call for the login, the user, the session followed and its state.
-        opened, state = await database_call(self.open_page)(key)
+        reading = asyncio.ensure_future(database_call(self.open_page)(key))
+        done, _ = await asyncio.wait({reading}, timeout=settings.ASKUSER_SOCKET_HOLD_AFTER)
+        if not done:
+            # In line behind other pages' reads (a restart brings thousands back at
+            # once): the handshake is completed now, so that neither the server's
+            # handshake timeout nor the browser gives the place up and the read
+            # already queued is not wasted. A refusal then comes as a close code.
+            await self.open()
+        opened, state = await reading
         if opened.user is None:
             await self.refuse(CLOSE_UNAUTHENTICATED)
             return
@@ -82,7 +124,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.refuse(CLOSE_NOT_FOUND)
             return
         if not self.hold(user):
-            await self.accept()
+            await self.open()
             await self.refuse(CLOSE_TOO_MANY)
             return
         # The user's group is known only now; what waits is read after joining it.
@@ -91,10 +133,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
             state = await self.render(self.render_state)
         elif self.shown_waiting is not None:
             state += await self.render(self.render_waiting)
-        await self.accept()
+        await self.open()
         # A page that is up to date gets nothing.
         if state:
             await self.send(text_data=state)
+
+    async def open(self) -> None:
+        """Completes the handshake, once."""
+        if not self.opened:
+            self.opened = True
+            await self.accept()
 
     def open_page(self, key: str | None) -> tuple[socketauth.Opened, str]:
         """The socket's login and session, and for a session page what it needs to catch up."""
@@ -162,14 +210,29 @@ class LiveConsumer(AsyncWebsocketConsumer):
         heard = self.heard(event)
         if heard is None:
             return
-        await self.send(text_data=await self.render(self.render_change, event, heard))
+        await self.send(text_data=await self.shared(event, heard, self.render_change, event, heard))
 
     async def message_created(self, event: dict[str, Any]) -> None:
         heard = self.heard(event)
         if heard == "user" and self.lists:
-            await self.send(text_data=await self.render(self.render_sessions))
+            await self.send(text_data=await self.shared(event, heard, self.render_sessions))
         elif heard == "session":
-            await self.send(text_data=await self.render(ui.render_message, event["message_id"]))
+            await self.send(text_data=await self.shared(event, heard, ui.render_message, event["message_id"]))
+
+    async def shared(self, event: dict[str, Any], heard: str, function: Any, *args: Any) -> str:
+        """``render(function, *args)``, once for every page of this process that
+        shows the same: what a render reads depends on the person, the page's
+        language and kind, and for a session page its session and collapsed panel."""
+        event_id = event.get("event")
+        if event_id is None:
+            return await self.render(function, *args)
+        if heard == "user":
+            shows: tuple[Any, ...] = (self.scope["user"].pk, self.lists, self.query.get("all") == ["1"])
+        else:
+            assert self.session is not None  # heard as "session": the page's own
+            shows = (self.session.pk, self.cookies.get(ui.PANEL_COOKIE) == "collapsed")
+        key = (event_id, function.__name__, heard, self.language, *shows)
+        return await shared_renders.get(key, lambda: self.render(function, *args))
 
     @property
     def cookies(self) -> dict[str, str]:

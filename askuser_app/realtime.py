@@ -46,6 +46,13 @@ def user_group(user_id: int) -> str:
 # --- announcements (sent by services, after commit) -----------------------------
 
 
+def new_event_id() -> str:
+    """One announcement's name, the same in each group it is sent to and unique
+    across processes: the open pages of a process render what it changes once
+    for all of them that show the same (``consumers.SharedRenders``)."""
+    return uuid.uuid4().hex
+
+
 def prompt_created(prompt: Prompt) -> None:
     # ``asked``: a new prompt, which open pages notify of (a moved deadline is "pending" too).
     _announce(_browser_messages(prompt, "pending", asked=True))
@@ -75,13 +82,20 @@ def message_created(message: Message) -> None:
         "message_id": message.pk,
         "session_id": message.session_id,
         "author": message.author,
+        "event": new_event_id(),
     }
     session = message.session
     _announce([(session_group(session.key), event), (user_group(session.owner_id), event)])
 
 
 def _browser_messages(prompt: Prompt, status: str, *, asked: bool = False) -> list[tuple[str, dict[str, Any]]]:
-    change = {"type": "prompt.changed", "prompt_id": str(prompt.pk), "session_id": prompt.session_id, "status": status}
+    change = {
+        "type": "prompt.changed",
+        "prompt_id": str(prompt.pk),
+        "session_id": prompt.session_id,
+        "status": status,
+        "event": new_event_id(),
+    }
     if asked:
         change["asked"] = True
     session = prompt.session

@@ -42,6 +42,11 @@ def env_int(name: str, default: int) -> int:
     return int(value) if value else default
 
 
+def env_float(name: str, default: float) -> float:
+    value = env_str(name)
+    return float(value) if value else default
+
+
 # 0700, its files 0600: it holds the database, the secret key and tokens.
 DATA_DIR = private_folder(Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var"))
 
@@ -252,6 +257,10 @@ ASKUSER_MESSAGE_RATE_LIMIT = env_int("ASKUSER_MESSAGE_RATE_LIMIT", 120)
 # process (0: no cap); beyond, the socket is closed with code 4429.
 ASKUSER_MAX_SOCKETS_PER_USER = env_int("ASKUSER_MAX_SOCKETS_PER_USER", 200)
 ASKUSER_MAX_SOCKETS_PER_ADDRESS = env_int("ASKUSER_MAX_SOCKETS_PER_ADDRESS", 1000)
+# A socket whose login is not read within this many seconds (behind other
+# pages' reads, as after a restart) completes its handshake first and is
+# refused, if it must be, with a close code.
+ASKUSER_SOCKET_HOLD_AFTER = env_float("ASKUSER_SOCKET_HOLD_AFTER", 1.0)
 # Any request body larger than this is refused with 413 before it is read.
 ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
 # Waits (prompt results and messages) one agent, one owner across their agents,
