@@ -202,6 +202,24 @@ def channel_layer_config() -> dict[str, Any]:
 
 CHANNEL_LAYERS = {"default": channel_layer_config()}
 
+
+def cache_config() -> dict[str, Any]:
+    """Where logins are kept besides the database (``SESSION_ENGINE``): this
+    process's memory in the embedded mode, which runs one process; Redis in the
+    scaled mode, so that a logout in one process ends the login in every other."""
+    url = env_str("REDIS_URL")
+    if url:
+        prefix = env_str("ASKUSER_REDIS_PREFIX", "askuser")
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": prefix}
+    return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+
+
+CACHES = {"default": cache_config()}
+# A login is read from the cache, and from the database only when the cache
+# lacks it: a socket opening its page, and every page, skip one query
+# (docs/PERFORMANCE.md, "Sockets").
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from django.core.cache import cache
+from django.test import Client
 
-from askuser_app import consumers, ui
+from askuser_app import consumers, socketauth, ui
 
 from .test_consumers import DEADLINE, ask, connect, opened
 
@@ -139,3 +141,17 @@ async def test_a_render_shared_by_a_page_that_closes_still_reaches_the_others():
     assert await staying == "<p>rendered</p>"
     assert closing.cancelled()
 
+
+def test_a_login_is_read_from_the_cache_and_from_the_database_when_the_cache_lacks_it(owner, django_assert_num_queries):
+    client = Client()
+    client.force_login(owner)
+    cookies = {"sessionid": client.cookies["sessionid"].value}
+
+    with django_assert_num_queries(0):
+        assert socketauth.login_from(cookies) is not None
+    cache.clear()
+    with django_assert_num_queries(1):
+        assert socketauth.login_from(cookies) is not None
+    client.logout()
+    with django_assert_num_queries(1):  # gone from both: the database is asked, and says so
+        assert socketauth.login_from(cookies) is None
