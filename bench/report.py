@@ -221,9 +221,12 @@ What each figure is:
   pending prompt), the server is killed (SIGKILL) and started again on its
   port; the pages come back as the browser does (full jitter from 0.5 s
   doubling to 30 s, resuming from when they lost the socket). Meanwhile the
-  agent replaces the prompt of 10 sessions: a page of those sessions that
-  never shows the new prompt is a lost prompt. The trivial request is
-  `GET /healthz`, one after another, from the restart until every page is back.
+  agent replaces the prompt of 10 sessions. "Every page back" is the last
+  socket open again; a socket may open before the server has read its
+  page's state (a page in line is let in first), so "shows its new prompt"
+  is the last page of those 10 sessions showing the new prompt, and a page
+  that has not within 120 s of the restart is a lost prompt. The trivial
+  request is `GET /healthz`, one after another, from the restart until then.
 """
 
 

@@ -142,6 +142,8 @@ def socket_rows(table: Table, rate: sockets.Rate, storm: sockets.Storm | None, f
         Row("storm: kill → restarted server answers", storm.ready_seconds, "s"),
         Row("storm: kill → every page back", storm.all_back_seconds, "s", target="≤ 20 s",
             passed=storm.all_back_seconds <= 20),
+        Row("storm: kill → every page asked anew shows its new prompt", storm.caught_up_seconds, "s",
+            target="≤ 20 s", passed=storm.caught_up_seconds <= 20),
         Row("storm: prompts lost", storm.lost_prompts, "", target=f"0 of {storm.asked_pages:,} pages asked anew",
             passed=storm.lost_prompts == 0),
         Row("storm: GET /healthz p99 while pages come back", storm.trivial.p99, floor=f.http.p99, target="< 50 ms",

@@ -86,7 +86,7 @@ class Page:
     shown: str
     lost_ms: int = 0
     back_at: float | None = None
-    heard: list[str] = field(default_factory=list)
+    heard: list[tuple[float, str]] = field(default_factory=list)  # when, and what
     ws: WebSocket | None = None
 
 
@@ -96,7 +96,10 @@ class Storm:
     back: int
     ready_seconds: float  # kill → the restarted server answers
     all_back_seconds: float  # kill → every page's socket open again
-    lost_prompts: int  # pages of the sessions asked again meanwhile that never showed the new prompt
+    # kill → the last page of the sessions asked again meanwhile shows the new
+    # prompt: a socket may open before the server has read its page's state.
+    caught_up_seconds: float
+    lost_prompts: int  # pages of the sessions asked again that never showed the new prompt (in 120 s)
     asked_pages: int
     trivial: Latency  # GET /healthz while the pages come back
 
@@ -115,7 +118,7 @@ async def keep_page(port: int, page: Page, cookie: str, opening: asyncio.Semapho
                 page.back_at = page.back_at or time.perf_counter()
                 retries = 0
             while True:
-                page.heard.append(await page.ws.receive())
+                page.heard.append((time.perf_counter(), await page.ws.receive()))
         except (OSError, asyncio.IncompleteReadError, ConnectionError):
             if page.ws is not None:  # it was open: the page resumes from now
                 page.lost_ms, page.ws = int(time.time() * 1000), None
@@ -165,16 +168,17 @@ async def storm(
     done = asyncio.Event()
     trivial = asyncio.create_task(trivial_during(server.port, done))
     new_ids = await ask_again(server.port, token, sessions[:asked], shown[:asked])
-    deadline = ready + 120
-    while time.perf_counter() < deadline and any(p.back_at is None for p in pages):
-        await asyncio.sleep(0.05)
-    backs = [p.back_at for p in pages if p.back_at is not None]
-    all_back = (max(backs) - killed) if len(backs) == count else float("nan")
     asked_pages = [p for p in pages if p.session in new_ids]
-    settle = time.perf_counter() + 10
-    while time.perf_counter() < settle and any(not showed(p, new_ids[p.session]) for p in asked_pages):
+    deadline = ready + 120
+    while time.perf_counter() < deadline and (
+        any(p.back_at is None for p in pages) or any(showed(p, new_ids[p.session]) is None for p in asked_pages)
+    ):
         await asyncio.sleep(0.05)
     done.set()
+    backs = [p.back_at for p in pages if p.back_at is not None]
+    all_back = (max(backs) - killed) if len(backs) == count else float("nan")
+    shown_at = [showed(p, new_ids[p.session]) for p in asked_pages]
+    caught_up = max(t for t in shown_at if t) - killed if all(shown_at) else float("nan")
     times = await trivial
     for task in tasks:
         task.cancel()
@@ -183,12 +187,13 @@ async def storm(
             page.ws.close()
     with contextlib.suppress(Exception):
         await asyncio.gather(*tasks, return_exceptions=True)
-    lost = sum(1 for p in asked_pages if not showed(p, new_ids[p.session]))
-    return Storm(count, len(backs), ready - killed, all_back, lost, len(asked_pages), latency(times))
+    lost = sum(1 for t in shown_at if t is None)
+    return Storm(count, len(backs), ready - killed, all_back, caught_up, lost, len(asked_pages), latency(times))
 
 
-def showed(page: Page, prompt_id: str) -> bool:
-    return any(f"panel-form-{prompt_id}" in html for html in page.heard)
+def showed(page: Page, prompt_id: str) -> float | None:
+    """When the page first showed the prompt; None if it has not."""
+    return next((when for when, html in page.heard if f"panel-form-{prompt_id}" in html), None)
 
 
 async def ask_again(port: int, token: str, sessions: list[str], old: list[str]) -> dict[str, str]:
