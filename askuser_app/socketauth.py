@@ -63,16 +63,18 @@ def verified(user: Any, login: Login) -> bool:
     return any(constant_time_compare(login.session_hash, candidate) for candidate in hashes)
 
 
-# The socket open's one raw statement: a session page's session row, its
-# owner's password hash (to verify the login's session hash) and what the page
-# needs to catch up on (the pending prompt's id; anything new since the page's
-# cursor). The ORM builds the same query (``ui.with_catch_up`` on the session
-# joined to its owner) in about 4.8 ms, most of a connect's database work; the
-# statement costs 0.25 ms (docs/PERFORMANCE.md, "Sockets"). PostgreSQL and
-# SQLite both speak it; tests/test_socketauth.py compares what it reads with
-# the ORM's reading on both databases, so a changed table or column fails there.
+# The socket open's one raw statement: a session page's session (the columns
+# a page shows: its creation time, which none does, would cost a conversion
+# per connect on SQLite, and is read if ever used), its owner's password hash
+# (to verify the login's session hash) and what the page needs to catch up
+# on (the pending prompt's id; anything new since the page's cursor). The ORM
+# builds the same query (``ui.with_catch_up`` on the session joined to its
+# owner) in about 4.8 ms, most of a connect's database work; the statement
+# costs 0.25 ms (docs/PERFORMANCE.md, "Sockets"). PostgreSQL and SQLite both
+# speak it; tests/test_socketauth.py compares what it reads with the ORM's
+# reading on both databases, so a changed table or column fails there.
 SESSION_PAGE = """
-SELECT s.id, s.owner_id, s."key", s.title, s.agent_id, s.created_at, u.password AS owner_password,
+SELECT s.id, s.owner_id, s."key", s.title, s.agent_id, u.password AS owner_password,
   (SELECT p.id FROM askuser_app_prompt p WHERE p.session_id = s.id AND p.status = %(pending)s LIMIT 1) AS pending_id,
   (EXISTS (SELECT 1 FROM askuser_app_message m WHERE m.session_id = s.id AND m.created_at >= %(since)s)
    OR EXISTS (SELECT 1 FROM askuser_app_prompt p
