@@ -96,7 +96,7 @@ def embedded(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
         sessions = [f"bench-cap-{i}" for i in range(100)]
         prompt_ids = asyncio.run(throughput.create_prompts(server.port, token, sessions, clients=2))
     run_capacity(plan, env, table, token, login, sessions, prompt_ids)
-    run_sockets(plan, env, table, token, login, sessions, prompt_ids, f)
+    run_sockets(plan, env, table, prepared, sessions, prompt_ids, f)
     with servers.Server(env) as server:
         say("create throughput, SQLite")
         results = [asyncio.run(throughput.run(server.port, token, n, plan.seconds, f"sq{n}")) for n in (16, 64)]
@@ -115,9 +115,10 @@ def answer_in_browser(
 
 
 def run_sockets(
-    plan: Plan, env: dict, table: Table, token: str, login: str, sessions: list[str], ids: list[str], f: Floors
+    plan: Plan, env: dict, table: Table, prepared: dict, sessions: list[str], ids: list[str], f: Floors
 ) -> None:
     """Pages opening their sockets (each up to date, showing its pending prompt), then the storm."""
+    token, login, people = prepared["token"], prepared["session_key"], prepared["people"]
     with servers.Server(env) as server:
         say(f"socket connects ({plan.connects:,} pages)")
         asyncio.run(capacity.warm_up(server, ids[0], sessions[0], token, login))
@@ -125,7 +126,7 @@ def run_sockets(
         rate = asyncio.run(sockets.connect_rate(server, paths, human_cookie(login)))
         say(f"reconnect storm ({plan.storm:,} pages, the server killed and restarted)")
         try:
-            storm = asyncio.run(sockets.storm(server, token, login, sessions, ids, plan.storm, asked=10))
+            storm = asyncio.run(sockets.storm(server, people, plan.storm, asked=10))
         except (RuntimeError, OSError, TimeoutError) as failed:
             # Reported, not raised: the other rows of the run still count.
             storm = None

@@ -1,6 +1,7 @@
 """Run in the server's environment (``python -m bench.prepare``): migrate, make
-the bench user, its agent token and a logged-in session, and count the
-queries one create and one answer make. Prints one JSON line."""
+the bench user, its agent token and a logged-in session, the people of the
+reconnect storm (each with a token and a login), and count the queries one
+create and one answer make. Prints one JSON line."""
 
 from __future__ import annotations
 
@@ -50,11 +51,26 @@ def count_queries(token: str, user) -> dict[str, int]:
     return {"create_queries": len(create.captured_queries), "answer_queries": len(answer.captured_queries)}
 
 
+# The storm's pages belong to this many people: 5,000 pages are 50 tabs each,
+# within the default cap of 200 sockets per person, as a real deployment's are.
+STORM_PEOPLE = 100
+
+
+def people() -> list[dict[str, str]]:
+    """The storm's people: each with an agent token and a login."""
+    made = []
+    for n in range(STORM_PEOPLE):
+        person = get_user_model().objects.create_user(f"storm-{n}", password=None)
+        _, token = services.create_agent(f"storm-agent-{n}", person)
+        made.append({"token": token, "session_key": login(person)})
+    return made
+
+
 def main() -> None:
     call_command("migrate", interactive=False, verbosity=0)
     user = get_user_model().objects.create_user("bench", password=None)
     _, token = services.create_agent("bench", user)
-    result = {"token": token, "session_key": login(user), **count_queries(token, user)}
+    result = {"token": token, "session_key": login(user), "people": people(), **count_queries(token, user)}
     print(json.dumps(result))
 
 

@@ -217,11 +217,13 @@ What each figure is:
   accepting WebSockets. "Server CPU per connect" is the server process's
   user and system time over the connects (`/proc/<pid>/stat`), which other
   load on the machine barely changes.
-- **Reconnect storm**: that many pages open (each showing its session's
-  pending prompt), the server is killed (SIGKILL) and started again on its
-  port; the pages come back as the browser does (full jitter from 0.5 s
-  doubling to 30 s, resuming from when they lost the socket). Meanwhile the
-  agent replaces the prompt of 10 sessions. "Every page back" is the last
+- **Reconnect storm**: that many pages open, of 100 people with one session
+  each (50 tabs a person at 5,000 pages, within the default cap of 200
+  sockets per person), each page showing its session's pending prompt; the
+  server is killed (SIGKILL) and started again on its port; the pages come
+  back as the browser does (full jitter from 0.5 s doubling to 30 s,
+  resuming from when they lost the socket). Meanwhile the agents of 10 of
+  the people replace their session's prompt. "Every page back" is the last
   socket open again; a socket may open before the server has read its
   page's state (a page in line is let in first), so "shows its new prompt"
   is the last page of those 10 sessions showing the new prompt, and a page

@@ -146,16 +146,21 @@ async def trivial_during(port: int, until: asyncio.Event) -> list[float]:
     return times
 
 
-async def storm(
-    server: Server, token: str, login: str, sessions: list[str], shown: list[str], count: int, asked: int
-) -> Storm:
-    """``count`` pages over ``sessions`` (showing their pending prompts); kill the
-    server, restart it, and while the pages come back the agent replaces the
-    prompt of the first ``asked`` sessions: each of their pages must show it."""
-    cookie = human_cookie(login)
-    pages = [Page(sessions[i % len(sessions)], shown[i % len(sessions)]) for i in range(count)]
+async def storm(server: Server, people: list[dict[str, str]], count: int, asked: int) -> Storm:
+    """``count`` pages over ``people`` (one session each, showing its pending
+    prompt); kill the server, restart it, and while the pages come back each of
+    the first ``asked`` people's agents replaces its prompt: each of their pages
+    must show the new one."""
+    sessions = [f"storm-{n}" for n in range(len(people))]
+    tokens = [person["token"] for person in people]
+    shown = await asyncio.gather(*(create_one(server.port, t, s) for t, s in zip(tokens, sessions, strict=True)))
+    pages = [Page(sessions[i % len(people)], shown[i % len(people)]) for i in range(count)]
+    cookies = [human_cookie(people[i % len(people)]["session_key"]) for i in range(count)]
     opening = asyncio.Semaphore(32)  # pages open a few dozen at a time, as they load
-    tasks = [asyncio.create_task(keep_page(server.port, page, cookie, opening)) for page in pages]
+    tasks = [
+        asyncio.create_task(keep_page(server.port, page, cookie, opening))
+        for page, cookie in zip(pages, cookies, strict=True)
+    ]
     opened_by = time.perf_counter() + 60 + count / 20
     while sum(1 for p in pages if p.ws is not None) < count:
         if time.perf_counter() > opened_by or any(t.done() for t in tasks):
@@ -167,7 +172,7 @@ async def storm(
     ready = time.perf_counter()
     done = asyncio.Event()
     trivial = asyncio.create_task(trivial_during(server.port, done))
-    new_ids = await ask_again(server.port, token, sessions[:asked], shown[:asked])
+    new_ids = await ask_again(server.port, tokens[:asked], sessions[:asked], shown[:asked])
     asked_pages = [p for p in pages if p.session in new_ids]
     deadline = ready + 120
     while time.perf_counter() < deadline and (
@@ -191,17 +196,26 @@ async def storm(
     return Storm(count, len(backs), ready - killed, all_back, caught_up, lost, len(asked_pages), latency(times))
 
 
+async def create_one(port: int, token: str, session: str) -> str:
+    http = await Http.open(port)
+    headers, body = json_body(create_body(session))
+    created = await http.request("POST", "/api/v1/prompts", {**agent_headers(token), **headers}, body)
+    http.close()
+    assert created.status == 201, created
+    return str(created.json()["id"])
+
+
 def showed(page: Page, prompt_id: str) -> float | None:
     """When the page first showed the prompt; None if it has not."""
     return next((when for when, html in page.heard if f"panel-form-{prompt_id}" in html), None)
 
 
-async def ask_again(port: int, token: str, sessions: list[str], old: list[str]) -> dict[str, str]:
-    """Cancel each session's shown prompt and ask a new one, as soon as the server is back."""
+async def ask_again(port: int, tokens: list[str], sessions: list[str], old: list[str]) -> dict[str, str]:
+    """Each agent cancels its session's shown prompt and asks a new one, as soon as the server is back."""
     http = await Http.open(port)
-    auth = agent_headers(token)
     ids = {}
-    for session, prompt_id in zip(sessions, old, strict=True):
+    for token, session, prompt_id in zip(tokens, sessions, old, strict=True):
+        auth = agent_headers(token)
         await http.request("POST", f"/api/v1/prompts/{prompt_id}/cancel", auth)
         headers, body = json_body(create_body(session))
         created = await http.request("POST", "/api/v1/prompts", {**auth, **headers}, body)
