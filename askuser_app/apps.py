@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
+from django.db.models.signals import post_delete, post_save
 
 
 class AskuserAppConfig(AppConfig):
@@ -10,6 +11,10 @@ class AskuserAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from . import i18n
         from .datadir import protect_sqlite_files
+        from .models import Preferences
 
         connection_created.connect(protect_sqlite_files, dispatch_uid="askuser-protect-sqlite-files")
+        for changed in (post_save, post_delete):
+            changed.connect(i18n.forget, sender=Preferences, dispatch_uid=f"askuser-language-{changed is post_save}")

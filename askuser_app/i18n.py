@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
 
@@ -38,8 +40,32 @@ def chosen(user: AbstractBaseUser | AnonymousUser | None) -> str:
     return _stored(user.pk)
 
 
+# How long the cache keeps a person's choice: every save and delete of their
+# preferences forgets it at once; this bounds a change made without either.
+KEPT_SECONDS = 3600
+
+
+def _cache_key(user_id: Any) -> str:
+    return f"askuser:language:{user_id}"
+
+
 def _stored(user_id: Any) -> str:
-    return supported(Preferences.objects.filter(user_id=user_id).values_list("language", flat=True).first())
+    """The person's choice, kept in the cache the logins are kept in: a page
+    request reads neither the login nor the language from the database."""
+    language = cache.get(_cache_key(user_id))
+    if language is None:
+        language = Preferences.objects.filter(user_id=user_id).values_list("language", flat=True).first() or ""
+        cache.set(_cache_key(user_id), language, KEPT_SECONDS)
+    return supported(language)
+
+
+def forget(sender: Any, instance: Preferences, **kwargs: Any) -> None:
+    """A person's preferences saved or deleted: their language is read again
+    (connected in ``AskuserAppConfig.ready`` for every save and delete); again
+    once the change commits, so that nothing read before then stays kept."""
+    key = _cache_key(instance.user_id)
+    cache.delete(key)
+    transaction.on_commit(lambda: cache.delete(key), robust=True)
 
 
 def choose(user: AbstractBaseUser, language: str) -> None:

@@ -17,6 +17,7 @@ from channels.layers import channel_layers
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
+from django.core.cache import cache
 from django.test import Client
 
 from askuser_app import edge, realtime, routing, services
@@ -81,6 +82,13 @@ def fresh_channel_layer():
     yield
     channel_layers.backends.clear()
     realtime._hubs.clear()
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Each test starts with nothing cached (logins, languages): a user id an
+    earlier test's rolled-back rows used is someone else's here."""
+    cache.clear()
 
 
 @pytest.fixture
