@@ -210,7 +210,13 @@ def cache_config() -> dict[str, Any]:
     url = env_str("REDIS_URL")
     if url:
         prefix = env_str("ASKUSER_REDIS_PREFIX", "askuser")
-        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "KEY_PREFIX": prefix}
+        return {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "KEY_PREFIX": prefix,
+            # One pool per process, not one per request (askuser_app/cachepool.py).
+            "OPTIONS": {"pool_class": "askuser_app.cachepool.SharedConnectionPool"},
+        }
     return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 
 
