@@ -12,8 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from asgiref.sync import async_to_sync
 from channels.layers import channel_layers
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
@@ -84,11 +86,24 @@ def fresh_channel_layer():
     realtime._hubs.clear()
 
 
+def empty_the_cache() -> None:
+    """Forget every login and language cached. In the scaled mode only this
+    project's keys go: Django's ``clear()`` would empty the whole Redis
+    database, which may hold more than the tests' keys."""
+    if not os.environ.get("REDIS_URL"):
+        cache.clear()
+        return
+    prefix = settings.CACHES["default"]["KEY_PREFIX"]
+    with redis.Redis.from_url(os.environ["REDIS_URL"]) as server:
+        for key in server.scan_iter(f"{prefix}:*"):
+            server.delete(key)
+
+
 @pytest.fixture(autouse=True)
 def empty_cache():
-    """Each test starts with nothing cached (logins, languages): a user id an
-    earlier test's rolled-back rows used is someone else's here."""
-    cache.clear()
+    """Each test starts with nothing cached: a user id an earlier test's
+    rolled-back rows used is someone else's here."""
+    empty_the_cache()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
-from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
@@ -17,7 +16,7 @@ from askuser_app.consumers import CLOSE_TOO_MANY
 from askuser_app.models import Message, Prompt, Session
 from controlui.asgi import application
 
-from .conftest import payload
+from .conftest import empty_the_cache, payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -108,7 +107,7 @@ def test_opening_a_session_pages_socket_reads_login_user_session_and_state_in_on
     cookies = {"sessionid": cookie_for(owner).split("=", 1)[1]}
     Message.objects.update(created_at=timezone.now() - timedelta(hours=1))
     if not cached:  # as in another process, or after a restart
-        cache.clear()
+        empty_the_cache()
 
     # The session with its owner and what the page must catch up on; the login
     # by its key, from the cache unless the cache lacks it.

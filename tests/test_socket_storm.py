@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 
 from askuser_app import consumers, socketauth, ui
 
+from .conftest import empty_the_cache
 from .test_consumers import DEADLINE, ask, connect, opened
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -149,7 +149,7 @@ def test_a_login_is_read_from_the_cache_and_from_the_database_when_the_cache_lac
 
     with django_assert_num_queries(0):
         assert socketauth.login_from(cookies) is not None
-    cache.clear()
+    empty_the_cache()
     with django_assert_num_queries(1):
         assert socketauth.login_from(cookies) is not None
     client.logout()
