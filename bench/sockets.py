@@ -153,7 +153,9 @@ async def storm(server: Server, people: list[dict[str, str]], count: int, asked:
     must show the new one."""
     sessions = [f"storm-{n}" for n in range(len(people))]
     tokens = [person["token"] for person in people]
-    shown = await asyncio.gather(*(create_one(server.port, t, s) for t, s in zip(tokens, sessions, strict=True)))
+    http = await Http.open(server.port)
+    shown = [await ask(http, token, session) for token, session in zip(tokens, sessions, strict=True)]
+    http.close()
     pages = [Page(sessions[i % len(people)], shown[i % len(people)]) for i in range(count)]
     cookies = [human_cookie(people[i % len(people)]["session_key"]) for i in range(count)]
     opening = asyncio.Semaphore(32)  # pages open a few dozen at a time, as they load
@@ -196,11 +198,10 @@ async def storm(server: Server, people: list[dict[str, str]], count: int, asked:
     return Storm(count, len(backs), ready - killed, all_back, caught_up, lost, len(asked_pages), latency(times))
 
 
-async def create_one(port: int, token: str, session: str) -> str:
-    http = await Http.open(port)
+async def ask(http: Http, token: str, session: str) -> str:
+    """The agent of ``token`` asks in ``session``: the new prompt's id."""
     headers, body = json_body(create_body(session))
     created = await http.request("POST", "/api/v1/prompts", {**agent_headers(token), **headers}, body)
-    http.close()
     assert created.status == 201, created
     return str(created.json()["id"])
 
@@ -215,11 +216,7 @@ async def ask_again(port: int, tokens: list[str], sessions: list[str], old: list
     http = await Http.open(port)
     ids = {}
     for token, session, prompt_id in zip(tokens, sessions, old, strict=True):
-        auth = agent_headers(token)
-        await http.request("POST", f"/api/v1/prompts/{prompt_id}/cancel", auth)
-        headers, body = json_body(create_body(session))
-        created = await http.request("POST", "/api/v1/prompts", {**auth, **headers}, body)
-        assert created.status == 201, created
-        ids[session] = created.json()["id"]
+        await http.request("POST", f"/api/v1/prompts/{prompt_id}/cancel", agent_headers(token))
+        ids[session] = await ask(http, token, session)
     http.close()
     return ids

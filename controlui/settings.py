@@ -190,12 +190,16 @@ ASKUSER_ANSWER_THREADS = env_int(
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
+# The scaled mode's Redis, for the channel layer and the cache, under one prefix.
+REDIS_URL = env_str("REDIS_URL")
+REDIS_PREFIX = env_str("ASKUSER_REDIS_PREFIX", "askuser")
+
+
 def channel_layer_config() -> dict[str, Any]:
-    url = env_str("REDIS_URL")
-    if url:
+    if REDIS_URL:
         return {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [url], "prefix": env_str("ASKUSER_REDIS_PREFIX", "askuser")},
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": REDIS_PREFIX},
         }
     return {"BACKEND": "askuser_app.layers.InMemoryChannelLayer"}
 
@@ -207,13 +211,11 @@ def cache_config() -> dict[str, Any]:
     """Where logins are kept besides the database (``SESSION_ENGINE``): this
     process's memory in the embedded mode, which runs one process; Redis in the
     scaled mode, so that a logout in one process ends the login in every other."""
-    url = env_str("REDIS_URL")
-    if url:
-        prefix = env_str("ASKUSER_REDIS_PREFIX", "askuser")
+    if REDIS_URL:
         return {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": url,
-            "KEY_PREFIX": prefix,
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": REDIS_PREFIX,
             # One pool per process, not one per request (askuser_app/cachepool.py).
             "OPTIONS": {"pool_class": "askuser_app.cachepool.SharedConnectionPool"},
         }

@@ -9,6 +9,7 @@ import os
 import httpx
 import pytest
 import redis
+from django.contrib.sessions.backends.cached_db import KEY_PREFIX
 from django.core.cache import cache
 from django.test import Client
 
@@ -36,7 +37,7 @@ def test_a_servers_requests_share_one_pool_of_connections_to_redis(owner, start_
         assert all(pages.get("/").status_code == 200 for _ in range(20))
 
     assert connections_made() - before <= 2  # the count's own, and at most one more
-    assert cache.get(f"django.contrib.sessions.cached_db{browser.cookies['sessionid'].value}") is not None
+    assert cache.get(KEY_PREFIX + browser.cookies["sessionid"].value) is not None  # where cached_db keeps it
 
 
 @pytest.mark.django_db(transaction=True)
