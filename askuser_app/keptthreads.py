@@ -41,7 +41,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from . import edge
+from . import edge, realtime
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 Response = tuple[int, list[tuple[bytes, bytes]], bytes]
@@ -77,11 +77,14 @@ class OnKeptThreads:
         body = await read_body(receive)
         if body is None:  # the client hung up
             return
-        status, headers, content = await sync_to_async(self.serve, thread_sensitive=False, executor=threads())(
-            environ(scope, body)
-        )
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
+        # What the answer announces reaches the session's other pages and the
+        # agent's wait once the person's own page has its response.
+        with realtime.sent_after_response():
+            status, headers, content = await sync_to_async(self.serve, thread_sensitive=False, executor=threads())(
+                environ(scope, body)
+            )
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": content})
 
     def serve(self, environ: dict[str, Any]) -> Response:
         """Run the WSGI app as a WSGI server does, closing its response (Django's ``request_finished``)."""

@@ -124,6 +124,49 @@ def sending_on(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         _server_loop.reset(token)
 
 
+class Held:
+    """Announcements held back until the request that made them has sent its response."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.sends: list[Callable[[], Coroutine[Any, Any, None]]] = []
+
+    def hold(self, send_all: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        # From the request's thread: the list is only read on the loop after the thread returned.
+        self.sends.append(send_all)
+
+    def release(self) -> None:
+        sends, self.sends = self.sends, []
+        for send_all in sends:
+            _send_soon(self.loop, send_all)
+
+
+_held: contextvars.ContextVar[Held | None] = contextvars.ContextVar("announcements_held", default=None)
+
+
+@contextmanager
+def sent_after_response() -> Iterator[None]:
+    """Announcements made by work this block starts on a thread go out when
+    the block ends, on this loop, after the response it sends, however the
+    block ends (none is dropped).
+
+    For the panel's answer: the person waits on its response, and every open
+    page of the session renders the change it announces (a push render takes
+    about as long as the answer itself). Sent at commit, those renders ran
+    on the other threads while the answer rendered its own response, and
+    the two took turns on the interpreter lock: the answer's response was
+    3 to 5 ms later (docs/PERFORMANCE.md, "The answer in the browser"). Sent
+    after it, the waits and the other pages hear of the answer a response's
+    send later, the answering page at once."""
+    held = Held(asyncio.get_running_loop())
+    token = _held.set(held)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+        held.release()
+
+
 def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
     layer = get_channel_layer()
 
@@ -138,6 +181,10 @@ def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         loop = None
+    held = _held.get()
+    if held is not None:
+        held.hold(send_all)
+        return
     if loop is not None:  # called on an event loop's thread: send without blocking it
         _send_soon(loop, send_all)
         return

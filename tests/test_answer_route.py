@@ -4,15 +4,17 @@ with every middleware as on any other page."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
+import httpx
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.sessions.backends.db import SessionStore
 from django.core.signals import request_finished, request_started
 from django.db import connection
 
-from askuser_app import contract, services
+from askuser_app import contract, realtime, services
 from askuser_app.keptthreads import environ
 from askuser_app.models import Answer, Prompt, PromptEvent
 
@@ -146,6 +148,48 @@ async def test_each_answer_is_a_whole_request_to_django(pending, owner):
     assert response.status_code == 200
     assert [kind for kind, _ in signals] == ["started", "finished"]
     assert all(thread.startswith("answer") for _, thread in signals)
+
+
+async def answer_seen_by(pending: Prompt, login: str, send_fails: bool = False) -> list[str]:
+    """What happened first: the answering page's response, or a wait on the prompt hearing of the answer."""
+    from controlui.asgi import application
+
+    seen: list[str] = []
+
+    async def recording(scope, receive, send):
+        async def sending(message):
+            if message["type"] == "http.response.body":
+                seen.append("response")
+                if send_fails:
+                    raise OSError("the page went away")
+            await send(message)
+
+        await application(scope, receive, sending)
+
+    async with realtime.hub().listen(realtime.prompt_group(pending.pk)) as inbox:
+        heard = asyncio.create_task(inbox.get())
+        heard.add_done_callback(lambda _: seen.append("announced"))
+        transport = httpx.ASGITransport(app=recording)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            url = f"/s/support-42/prompts/{pending.pk}/answer"
+            try:
+                await client.post(url, data=FORM, headers=headers(login))
+            except OSError:
+                assert send_fails
+        message = await asyncio.wait_for(heard, 10)
+    assert message["type"] == "prompt.resolved" and message["result"]["status"] == "answered"
+    return seen
+
+
+async def test_the_answering_page_has_its_response_before_the_answer_is_announced(pending, owner):
+    assert await answer_seen_by(pending, await sync_to_async(log_in)(owner)) == ["response", "announced"]
+
+
+async def test_the_answer_is_announced_when_its_response_cannot_be_sent(pending, owner):
+    seen = await answer_seen_by(pending, await sync_to_async(log_in)(owner), send_fails=True)
+
+    assert seen == ["response", "announced"]
+    assert (await Prompt.objects.aget(pk=pending.pk)).status == "answered"
 
 
 def test_the_environ_is_the_request_as_wsgi_has_it():
