@@ -288,6 +288,32 @@ def test_answering_in_one_tab_closes_the_panel_in_the_other(human, agent_api):
     assert "Answered on the web by alice" in second.locator(f"#item-prompt-{prompt_id}").inner_text()
 
 
+AT_END = "() => { const s = scroller; return s.scrollHeight - s.scrollTop - s.clientHeight < 2 }"
+# Resolves after two frames: a scroll the page makes at the next frame has been made.
+TWO_FRAMES = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def test_the_timeline_follows_new_items_unless_the_person_scrolled_up_to_read(human, agent_api):
+    page = human.open()
+    page.set_viewport_size({"width": 1280, "height": 420})
+
+    def agent_says(text: str) -> None:
+        url = f"{agent_api.server.url}/api/v1/sessions/support-42/messages"
+        assert httpx.post(url, json={"text": text}, headers=agent_api.headers).status_code == 201
+        page.wait_for_selector(f"#timeline-items :text('{text}')", timeout=WAIT_MS)
+
+    for n in range(12):
+        agent_says(f"Step {n} of the release is done, and here is what it changed in some detail.")
+    page.wait_for_function(AT_END, timeout=WAIT_MS)  # at the end, it followed every one
+
+    page.evaluate("() => { document.getElementById('scroller').scrollTop = 0; }")
+    page.evaluate(TWO_FRAMES)
+    agent_says("One more thing arrived while you were reading.")
+    page.evaluate(TWO_FRAMES)
+
+    assert page.evaluate("() => document.getElementById('scroller').scrollTop") == 0  # the reader keeps their place
+
+
 def test_a_cancel_by_the_agent_closes_the_panel(human, agent_api):
     page = human.open()
     prompt_id = agent_api.ask()

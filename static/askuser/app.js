@@ -42,9 +42,12 @@
     return { text: interpolate(gettext("%(time)s left"), { time: text }, true) };
   }
 
+  var unitFormats = {};
+
   function units(count, unit) {
     try {
-      return new Intl.NumberFormat(lang, { style: "unit", unit: unit, unitDisplay: "long" }).format(count);
+      if (!unitFormats[unit]) unitFormats[unit] = new Intl.NumberFormat(lang, { style: "unit", unit: unit, unitDisplay: "long" });
+      return unitFormats[unit].format(count);
     } catch (error) {
       return count + " " + unit + (count === 1 ? "" : "s");
     }
@@ -76,7 +79,7 @@
       var owner = element.closest("#prompt-panel");
       if (owner) {
         // More time moves the deadline: the panel follows its countdown.
-        owner.dataset.expiresAt = element.dataset.expiresAt;
+        if (owner.dataset.expiresAt !== element.dataset.expiresAt) owner.dataset.expiresAt = element.dataset.expiresAt;
         owner.classList.toggle("is-expired", seconds <= 0);
       }
     });
@@ -328,7 +331,12 @@
   function panelClosed() {
     announce("");
     var composer = document.getElementById("composer-text");
-    if (focusInClosingPanel && composer && wide.matches) composer.focus();
+    if (focusInClosingPanel && composer && wide.matches) {
+      // At the next frame, as the closed panel is drawn: focusing now would lay the page out mid-swap.
+      window.requestAnimationFrame(function () {
+        if (!panel() && (document.activeElement === document.body || !document.activeElement)) composer.focus();
+      });
+    }
     focusInClosingPanel = false;
   }
 
@@ -360,13 +368,33 @@
     var text = document.getElementById("composer-text");
     if (!text) return;
     if (!text.dataset.chatPlaceholder) text.dataset.chatPlaceholder = text.placeholder;
-    text.placeholder = panel() ? text.dataset.replyPlaceholder : text.dataset.chatPlaceholder;
+    var placeholder = panel() ? text.dataset.replyPlaceholder : text.dataset.chatPlaceholder;
+    if (text.placeholder !== placeholder) text.placeholder = placeholder;
   }
 
   // --- live updates -------------------------------------------------------------------------------
 
   function nearBottom(scroller) {
     return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120;
+  }
+
+  // The timeline follows new items while the person is at its end; one who
+  // scrolled up to read keeps their place. Where they are is kept from the
+  // scroll events, so that no swap measures the page: a measurement after a
+  // change is a layout of the whole page in the middle of the swap, and a
+  // swap is what the person waits for after each click.
+  var atEnd = true;
+  document.addEventListener("scroll", function (event) {
+    if (event.target.id === "scroller") atEnd = nearBottom(event.target);
+  }, { capture: true, passive: true });
+
+  function followEnd() {
+    var scroller = document.getElementById("scroller");
+    if (!scroller || !atEnd) return;
+    // At the next frame, when the browser lays the page out anyway.
+    window.requestAnimationFrame(function () {
+      scroller.scrollTop = scroller.scrollHeight;
+    });
   }
 
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
@@ -379,10 +407,6 @@
       if (same) event.detail.shouldSwap = false;
       return;
     }
-    if (target.id === "timeline-items") {
-      var scroller = document.getElementById("scroller");
-      if (scroller) scroller.dataset.stick = nearBottom(scroller) ? "1" : "";
-    }
     if (target.id === "timeline-items" && incoming.id !== "timeline-items") {
       // Items can arrive twice (the response and the push): update in place.
       Array.prototype.slice.call(incoming.children).forEach(function (item) {
@@ -392,10 +416,9 @@
     }
   });
 
-  document.addEventListener("htmx:oobAfterSwap", function () {
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
     tick(); // a countdown swapped in (More time) shows its new time at once
-    var scroller = document.getElementById("scroller");
-    if (scroller && scroller.dataset.stick) scroller.scrollTop = scroller.scrollHeight;
+    if (event.detail.target.id === "timeline-items") followEnd();
     updateComposer();
     if (focusInClosingPanel && !panel()) panelClosed();
   });
