@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from askuser_app.admin import matching, search_words, searched
+from askuser_app.admin import COMMON, UNSURE, matching, rare, search_words, searched
 from askuser_app.models import Prompt
 
 from .conftest import SCALED, SCALED_REASON
@@ -54,6 +54,24 @@ def test_search_over_100000_prompts_reads_each_columns_trigram_index(long_histor
 )
 def test_search_over_100000_prompts_finds_what_a_plain_scan_finds(long_history, word):
     assert set(Prompt.objects.filter(matching(word)).values_list("pk", flat=True)) == plain_search(word)
+
+
+def test_an_estimate_near_the_line_is_checked_by_counting_and_one_far_from_it_is_trusted(long_history):
+    # "eu-west-123" is in 417 prompts, "cluster" in 20,000: near the line, the planner's
+    # estimate may put either on the wrong side, and a count up to the line settles it.
+    assert rare("eu-west-123", COMMON) and not rare("cluster", COMMON)
+    with CaptureQueriesContext(connection) as queries:
+        assert rare("cluster", COMMON // UNSURE - 1) and not rare("eu-west-123", COMMON * UNSURE)
+    assert queries.captured_queries == []
+
+
+def test_a_rare_word_the_planner_takes_for_common_is_still_searched_through_its_index(long_history, monkeypatch):
+    from askuser_app import admin
+
+    monkeypatch.setattr(admin, "planned", lambda prompts: COMMON + 290)  # as one ANALYZE estimated "eu-west-123"
+    prompts, narrowed = searched(Prompt.objects.all(), "eu-west-123")
+
+    assert narrowed and set(prompts.values_list("pk", flat=True)) == plain_search("eu-west-123")
 
 
 def test_the_admin_list_searches_100000_prompts_by_session_key(long_history, staff):
