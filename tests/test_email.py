@@ -142,6 +142,38 @@ def test_a_create_reads_the_owners_address_and_preferences_in_one_query(
     assert recipient.address == ADDRESS
 
 
+def test_a_create_after_the_first_reads_no_address_and_still_mails(smtp, agent, addressed):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    ask(agent)
+    with CaptureQueriesContext(connection) as second:
+        ask(agent, session="support-43")
+
+    assert not [q for q in second.captured_queries if "auth_user" in q["sql"]]
+    assert list(ChatMessage.objects.values_list("chat_id", flat=True)) == [ADDRESS, ADDRESS]
+
+
+def test_a_changed_address_choice_or_setting_is_followed_by_the_next_create(smtp, settings, agent, addressed):
+    ask(agent)
+    addressed.email = "new@example.com"
+    addressed.save()
+    ask(agent, session="support-43")
+    prefs.choose_email_after(addressed, 0)
+    ask(agent, session="support-44")
+    Preferences.objects.filter(user=addressed).delete()  # the default again: two minutes with SMTP
+    ask(agent, session="support-45")
+    settings.ASKUSER_EMAIL_SMTP = False  # the file backend: off unless chosen
+    ask(agent, session="support-46")
+
+    sessions = ChatMessage.objects.order_by("id").values_list("prompt__session__key", "chat_id")
+    assert list(sessions) == [
+        ("support-42", ADDRESS),
+        ("support-43", "new@example.com"),
+        ("support-45", "new@example.com"),
+    ]
+
+
 # --- the loop delivers -------------------------------------------------------------------------
 
 

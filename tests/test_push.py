@@ -366,6 +366,40 @@ def test_push_costs_a_create_one_read_when_the_owner_has_no_device(agent, owner,
         assert push.adapter.recipients(prompt) == []
 
 
+def asked_devices(agent: Any, session: str) -> list[str]:
+    """The devices a new prompt in ``session`` is to be pushed to, as its create recorded them."""
+    prompt = services.ask(agent, contract.parse_create(payload(session=session))).prompt
+    return sorted(ChatMessage.objects.filter(prompt=prompt, channel="push").values_list("chat_id", flat=True))
+
+
+@pytest.mark.django_db
+def test_a_create_after_the_first_reads_no_device_and_still_pushes_to_each(agent, owner):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    laptop = subscribed(owner, Browser("https://push.example.com/laptop"))
+    assert asked_devices(agent, "s1") == [str(laptop.pk)]
+
+    with CaptureQueriesContext(connection) as second:
+        assert asked_devices(agent, "s2") == [str(laptop.pk)]
+    assert not [q for q in second.captured_queries if "askuser_app_pushsubscription" in q["sql"]]
+
+
+@pytest.mark.django_db
+def test_a_device_added_moved_or_removed_is_followed_by_the_next_create(agent, owner, other_user):
+    assert asked_devices(agent, "s1") == []
+    laptop = subscribed(owner, Browser("https://push.example.com/laptop"))
+    assert asked_devices(agent, "s2") == [str(laptop.pk)]
+
+    laptop.user = other_user  # the browser's endpoint, subscribed again by someone else
+    laptop.save()
+    assert asked_devices(agent, "s3") == []
+    phone = subscribed(owner, Browser("https://push.example.com/phone"))
+    assert asked_devices(agent, "s4") == [str(phone.pk)]
+    phone.delete()
+    assert asked_devices(agent, "s5") == []
+
+
 @pytest.mark.django_db
 def test_a_private_push_endpoint_is_refused_at_send_time_too(owner, settings):
     settings.ASKUSER_PUSH_ALLOW_PRIVATE = False

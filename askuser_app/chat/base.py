@@ -194,8 +194,10 @@ class Notifier(Adapter, Protocol):
     """An outbox channel with no linked identity (email, Web Push): it names its own recipients.
 
     A module ``askuser_app/chat/<name>.py`` for a name in ``NOTIFIERS`` exposes one as
-    ``adapter``. ``recipients`` runs inside the creating transaction; a prompt that resolves
-    before ``after`` has passed drops the row, so nothing is sent for it."""
+    ``adapter``. ``recipients`` runs inside the creating transaction, and what it finds
+    is kept between creates (``outbox.notified``) until a user, their preferences or a
+    device is saved or deleted, or a setting changes: it may read nothing else. A prompt
+    that resolves before ``after`` has passed drops the row, so nothing is sent for it."""
 
     def recipients(self, prompt: Prompt) -> list[Recipient]:
         """The addresses this prompt's owner should hear from on this channel."""
