@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
 
+from . import caching
 from .asyncdb import database_call
 from .models import Preferences
 
@@ -52,10 +52,11 @@ def _cache_key(user_id: Any) -> str:
 def _stored(user_id: Any) -> str:
     """The person's choice, kept in the cache the logins are kept in: a page
     request reads neither the login nor the language from the database."""
-    language = cache.get(_cache_key(user_id))
+    key = _cache_key(user_id)
+    language = caching.read(key).get(key)
     if language is None:
         language = Preferences.objects.filter(user_id=user_id).values_list("language", flat=True).first() or ""
-        cache.set(_cache_key(user_id), language, KEPT_SECONDS)
+        caching.keep(key, language, KEPT_SECONDS)
     return supported(language)
 
 
@@ -64,8 +65,8 @@ def forget(sender: Any, instance: Preferences, **kwargs: Any) -> None:
     (connected in ``AskuserAppConfig.ready`` for every save and delete); again
     once the change commits, so that nothing read before then stays kept."""
     key = _cache_key(instance.user_id)
-    cache.delete(key)
-    transaction.on_commit(lambda: cache.delete(key), robust=True)
+    caching.forget(key)
+    transaction.on_commit(lambda: caching.forget(key), robust=True)
 
 
 def choose(user: AbstractBaseUser, language: str) -> None:

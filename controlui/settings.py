@@ -208,16 +208,22 @@ CHANNEL_LAYERS = {"default": channel_layer_config()}
 
 
 def cache_config() -> dict[str, Any]:
-    """Where logins are kept besides the database (``SESSION_ENGINE``): this
-    process's memory in the embedded mode, which runs one process; Redis in the
-    scaled mode, so that a logout in one process ends the login in every other."""
+    """Where logins (``SESSION_ENGINE``), languages and whom the notifiers
+    reach are kept besides the database: this process's memory in the embedded
+    mode, which runs one process; Redis in the scaled mode, so that a logout in
+    one process ends the login in every other."""
     if REDIS_URL:
         return {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": REDIS_PREFIX,
-            # One pool per process, not one per request (askuser_app/cachepool.py).
-            "OPTIONS": {"pool_class": "askuser_app.cachepool.SharedConnectionPool"},
+            # One pool per process, not one per request (askuser_app/cachepool.py);
+            # a Redis that does not answer within a second is a miss (askuser_app/caching.py).
+            "OPTIONS": {
+                "pool_class": "askuser_app.cachepool.SharedConnectionPool",
+                "socket_connect_timeout": 1,
+                "socket_timeout": 1,
+            },
         }
     return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 
@@ -226,7 +232,7 @@ CACHES = {"default": cache_config()}
 # A login is read from the cache, and from the database only when the cache
 # lacks it: a socket opening its page, and every page, skip one query
 # (docs/PERFORMANCE.md, "Sockets").
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+SESSION_ENGINE = "askuser_app.sessions"  # cached_db, with the cache a shortcut only
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

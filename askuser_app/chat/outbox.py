@@ -31,11 +31,11 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone, translation
 
+from .. import caching
 from ..asyncdb import database_call
 from ..background import Loop
 from .base import NOTIFIERS, Adapter, Card, Closed, Notifier, Permanent, Recipient, Temporary
@@ -132,7 +132,7 @@ def notified(prompt: Prompt, notifiers: dict[str, Notifier]) -> list[tuple[str, 
     if not notifiers:
         return []
     key = _owner_key(prompt.session.owner_id)
-    kept = cache.get_many([GENERATION_KEY, key])
+    kept = caching.read(GENERATION_KEY, key)
     generation = kept.get(GENERATION_KEY) or _new_generation(only_if_none=True)
     channels = sorted(notifiers)
     if key in kept:
@@ -140,18 +140,17 @@ def notified(prompt: Prompt, notifiers: dict[str, Notifier]) -> list[tuple[str, 
         if (kept_generation, kept_channels) == (generation, channels):
             return list(found)
     found = [(name, to) for name, notifier in notifiers.items() for to in notifier.recipients(prompt)]
-    cache.set(key, (generation, channels, found), RECIPIENTS_KEPT_SECONDS)
+    caching.keep(key, (generation, channels, found), RECIPIENTS_KEPT_SECONDS)
     return found
 
 
 def _new_generation(*, only_if_none: bool = False) -> str:
     generation = uuid.uuid4().hex
-    if not only_if_none:
-        cache.set(GENERATION_KEY, generation, None)
-        return generation
     # The first create after the cache lost it: another process may have made one meanwhile.
-    cache.add(GENERATION_KEY, generation, None)
-    current: str = cache.get(GENERATION_KEY) or generation
+    caching.keep(GENERATION_KEY, generation, None, unless_kept=only_if_none)
+    if not only_if_none:
+        return generation
+    current: str = caching.read(GENERATION_KEY).get(GENERATION_KEY) or generation
     return current
 
 
