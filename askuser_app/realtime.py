@@ -177,14 +177,14 @@ def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
             except Exception as exc:  # the state is committed; waits re-read it
                 log.warning("Could not announce %s to %s: %s", message["type"], group, exc)
 
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
     held = _held.get()
     if held is not None:
         held.hold(send_all)
         return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
     if loop is not None:  # called on an event loop's thread: send without blocking it
         _send_soon(loop, send_all)
         return

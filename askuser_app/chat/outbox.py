@@ -133,7 +133,7 @@ def notified(prompt: Prompt, notifiers: dict[str, Notifier]) -> list[tuple[str, 
         return []
     key = _owner_key(prompt.session.owner_id)
     kept = caching.read(GENERATION_KEY, key)
-    generation = kept.get(GENERATION_KEY) or _new_generation(only_if_none=True)
+    generation = kept.get(GENERATION_KEY) or _first_generation()
     channels = sorted(notifiers)
     if key in kept:
         kept_generation, kept_channels, found = kept[key]
@@ -144,27 +144,30 @@ def notified(prompt: Prompt, notifiers: dict[str, Notifier]) -> list[tuple[str, 
     return found
 
 
-def _new_generation(*, only_if_none: bool = False) -> str:
-    generation = uuid.uuid4().hex
-    # The first create after the cache lost it: another process may have made one meanwhile.
-    caching.keep(GENERATION_KEY, generation, None, unless_kept=only_if_none)
-    if not only_if_none:
-        return generation
-    current: str = caching.read(GENERATION_KEY).get(GENERATION_KEY) or generation
+def _first_generation() -> str:
+    """A generation for a cache that lost it (or cannot be reached: then one
+    that nothing kept carries). Another process may have made one meanwhile."""
+    made = uuid.uuid4().hex
+    caching.keep(GENERATION_KEY, made, None, unless_kept=True)
+    current: str = caching.read(GENERATION_KEY).get(GENERATION_KEY) or made
     return current
+
+
+def _renew_generation() -> None:
+    caching.keep(GENERATION_KEY, uuid.uuid4().hex, None)
 
 
 def recipients_changed(**kwargs: Any) -> None:
     """A user, their preferences or a device saved or deleted: every kept
     recipient is read again (connected in ``AskuserAppConfig.ready``); again
     once the change commits, so that nothing read before it did stays kept."""
-    _new_generation()
-    transaction.on_commit(_new_generation, robust=True)
+    _renew_generation()
+    transaction.on_commit(_renew_generation, robust=True)
 
 
 def setting_changed(**kwargs: Any) -> None:
     """A setting changed (a test's override): every kept recipient is read again."""
-    _new_generation()
+    _renew_generation()
 
 
 def prompt_resolved(prompt: Prompt) -> None:
