@@ -10,11 +10,32 @@ runs out (each says how long it is kept)."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from django.core.cache import cache
 
 log = logging.getLogger("askuser")
+
+# A cache that is down fails every request's reads and writes: said once in
+# this many seconds, with how many more there were, not once per request.
+WARN_EVERY = 10.0
+_said_at = -WARN_EVERY
+_unsaid = 0
+
+
+def warn(message: str, *args: Any) -> None:
+    """Log a failure of the cache, at most once every WARN_EVERY seconds (a race between
+    threads may say one twice or count one less: it is a log line, not a tally)."""
+    global _said_at, _unsaid
+    now = time.monotonic()
+    if now - _said_at < WARN_EVERY:
+        _unsaid += 1
+        return
+    more, _said_at, _unsaid = _unsaid, now, 0
+    if more:
+        message += f" (and {more} more since the last)"
+    log.warning(message, *args)
 
 
 def read(*keys: str) -> dict[str, Any]:
@@ -22,7 +43,7 @@ def read(*keys: str) -> dict[str, Any]:
     try:
         return cache.get_many(keys)
     except Exception as exc:  # the backend's own errors (redis-py's) are not Django's to name
-        log.warning("The cache could not be read (%s); the database is read instead.", exc)
+        warn("The cache could not be read (%s); the database is read instead.", exc)
         return {}
 
 
@@ -34,11 +55,11 @@ def keep(key: str, value: Any, seconds: float | None, *, unless_kept: bool = Fal
         else:
             cache.set(key, value, seconds)
     except Exception as exc:
-        log.warning("The cache could not keep %s (%s).", key, exc)
+        warn("The cache could not keep %s (%s).", key, exc)
 
 
 def forget(key: str) -> None:
     try:
         cache.delete(key)
     except Exception as exc:
-        log.warning("The cache could not forget %s (%s); it runs out on its own.", key, exc)
+        warn("The cache could not forget %s (%s); it runs out on its own.", key, exc)

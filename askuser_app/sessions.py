@@ -2,11 +2,12 @@
 cache a shortcut only (askuser_app/caching.py).
 
 Django's ``cached_db`` store guards its write to the cache when a session is
-saved, but not the write that fills the cache after a miss, the look-up
-of a new login's key, nor the forgetting at a logout: with Redis restarting, every page whose login had to
-be read from the database failed with a 500 (tests/test_soak.py restarts
-Redis under load). Here a cache that fails there is logged and passed by:
-the login is the database's, as if nothing were cached."""
+saved, but not the write that fills the cache after a miss, the look-up of
+a new login's key, nor the forgetting at a logout: with Redis restarting,
+every page whose login had to be read from the database failed with a 500
+(tests/test_soak.py restarts Redis under load). Here a cache that fails
+there is logged (``caching.warn``) and passed by: the login is the
+database's, as if nothing were cached."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from django.conf import settings
 from django.contrib.sessions.backends import cached_db, db
 from django.core.cache import caches
 
+from . import caching
+
 log = logging.getLogger("askuser")
 
 
@@ -25,28 +28,28 @@ class SessionStore(cached_db.SessionStore):
         try:
             return super().load()
         except Exception as exc:  # the cache's own errors (redis-py's) are not Django's to name
-            log.warning("The cache failed reading a login (%s); it is read from the database.", exc)
+            caching.warn("The cache failed reading a login (%s); it is read from the database.", exc)
             return db.SessionStore.load(self)
 
     async def aload(self) -> dict[str, Any]:
         try:
             return await super().aload()
         except Exception as exc:
-            log.warning("The cache failed reading a login (%s); it is read from the database.", exc)
+            caching.warn("The cache failed reading a login (%s); it is read from the database.", exc)
             return await db.SessionStore.aload(self)
 
     def exists(self, session_key: str) -> bool:
         try:
             return super().exists(session_key)
         except Exception as exc:
-            log.warning("The cache failed (%s); the login's key is looked up in the database.", exc)
+            caching.warn("The cache failed (%s); the login's key is looked up in the database.", exc)
             return db.SessionStore.exists(self, session_key)
 
     async def aexists(self, session_key: str) -> bool:
         try:
             return await super().aexists(session_key)
         except Exception as exc:
-            log.warning("The cache failed (%s); the login's key is looked up in the database.", exc)
+            caching.warn("The cache failed (%s); the login's key is looked up in the database.", exc)
             return await db.SessionStore.aexists(self, session_key)
 
     def delete(self, session_key: str | None = None) -> None:

@@ -61,3 +61,18 @@ def test_with_the_cache_down_a_login_is_read_from_the_database_and_a_logout_ends
     assert browser.get("/").status_code == 200  # the login read from the database
     assert browser.post("/logout/").status_code == 302
     assert browser.get("/").status_code == 302  # logged out: sent to log in
+
+
+def test_a_cache_that_stays_down_is_logged_once_in_a_while_not_once_per_read(unreachable_cache, caplog, monkeypatch):
+    from askuser_app import caching
+
+    monkeypatch.setattr(caching, "_said_at", -caching.WARN_EVERY)
+    monkeypatch.setattr(caching, "_unsaid", 0)
+    for _ in range(5):
+        assert caching.read("askuser:anything") == {}
+
+    said = [r.getMessage() for r in caplog.records if r.name == "askuser" and "could not be read" in r.getMessage()]
+    assert len(said) == 1
+    monkeypatch.setattr(caching, "_said_at", -caching.WARN_EVERY)  # as if WARN_EVERY had passed
+    caching.read("askuser:anything")
+    assert "(and 4 more since the last)" in caplog.records[-1].getMessage()
