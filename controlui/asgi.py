@@ -14,6 +14,7 @@ from channels.sessions import CookieMiddleware  # noqa: E402
 
 from askuser_app import edge, routing  # noqa: E402
 from askuser_app.origins import SameOriginValidator  # noqa: E402
+from askuser_app.startup import prepare_to_serve  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -25,3 +26,6 @@ application = ProtocolTypeRouter(
         "lifespan": edge.lifespan,
     }
 )
+
+# Loaded now, not by the first requests, and then kept out of the collector's passes.
+prepare_to_serve()
