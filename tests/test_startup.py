@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from askuser_app import startup
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.backend_neutral  # a process of its own, on an SQLite file of its own
@@ -83,6 +85,7 @@ print(json.dumps({
     "statuses": statuses,
     "imported": sorted(set(sys.modules) - loaded),
     "view_walked": id(views.session_page) in walked,
+    "thresholds": gc.get_threshold(),
 }))
 """
 
@@ -96,10 +99,14 @@ def run(code: str, env: dict[str, str], *args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture
-def served(tmp_path) -> dict:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(ASKUSER_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="controlui.settings", ASKUSER_RATE_LIMIT="0")
+    env.update(
+        ASKUSER_DATA_DIR=str(tmp_path_factory.mktemp("served")),
+        DJANGO_SETTINGS_MODULE="controlui.settings",
+        ASKUSER_RATE_LIMIT="0",
+    )
     given = run(SETUP, env)
     return run(SERVE, env, json.dumps(given))
 
@@ -114,3 +121,8 @@ def test_the_first_create_page_socket_answer_and_wait_import_nothing(served):
 
 def test_what_was_loaded_at_start_is_not_walked_by_the_collector(served):
     assert served["view_walked"] is False
+
+
+def test_full_passes_of_the_collector_wait_for_many_more_objects_than_by_default(served):
+    # Python's default is every 10 passes over the middle generation.
+    assert served["thresholds"][2] == startup.FULL_PASS_AFTER_MIDDLE_PASSES > 10
