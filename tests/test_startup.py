@@ -64,7 +64,6 @@ questions = [{"id": "target", "header": "Deploy", "question": "Where to?",
 
 async def serve():
     app = controlui.asgi.application
-    statuses = []
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
         created = await client.post("/api/v1/prompts", json={"session": "s1", "questions": questions}, headers=agent)
         prompt = created.json()["id"]
@@ -76,8 +75,7 @@ async def serve():
                                      headers=person)
         result = await client.get(f"/api/v1/prompts/{prompt}?wait=5", headers=agent)
         await socket.disconnect()
-        statuses = [created.status_code, page.status_code, opened, answered.status_code, result.json()["status"]]
-    return statuses
+    return [created.status_code, page.status_code, opened, answered.status_code, result.json()["status"]]
 
 statuses = asyncio.run(serve())
 walked = {id(obj) for obj in gc.get_objects()}
