@@ -19,6 +19,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
+from django.contrib.sessions.backends.db import SessionStore
 from django.core.cache import cache
 from django.test import Client
 
@@ -128,6 +129,16 @@ def password_hash() -> str:
 
 def make_user(username: str, **fields: Any):
     return get_user_model().objects.create(username=username, password=password_hash(), **fields)
+
+
+def log_in(user) -> str:
+    """A login for ``user`` in the session store, as a browser's ``sessionid`` cookie holds it."""
+    store = SessionStore()
+    store["_auth_user_id"] = str(user.pk)
+    store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    store["_auth_user_hash"] = user.get_session_auth_hash()
+    store.create()
+    return store.session_key
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import threading
 import httpx
 import pytest
 from asgiref.sync import sync_to_async
-from django.contrib.sessions.backends.db import SessionStore
 from django.core.signals import request_finished, request_started
 from django.db import connection
 
@@ -18,21 +17,12 @@ from askuser_app import contract, realtime, services
 from askuser_app.keptthreads import environ
 from askuser_app.models import Answer, Prompt, PromptEvent
 
-from .conftest import asgi_request, payload
+from .conftest import asgi_request, log_in, payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CSRF = "answercsrftokenanswercsrftoken12"  # an unmasked 32-character secret
 FORM = {"q-deploy_target": "0", "action": "answer"}
-
-
-def log_in(user) -> str:
-    store = SessionStore()
-    store["_auth_user_id"] = str(user.pk)
-    store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
-    store["_auth_user_hash"] = user.get_session_auth_hash()
-    store.create()
-    return store.session_key
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import httpx
 import httpx2
 import pytest
 from asgiref.sync import sync_to_async
-from django.contrib.sessions.backends.db import SessionStore
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
@@ -21,7 +20,7 @@ from mcp_types import Implementation
 from askuser_app import contract, services
 from askuser_app.models import Prompt
 
-from .conftest import QUESTION, until
+from .conftest import QUESTION, log_in, until
 from .servers import ROOT, DaphneServer
 from .test_client import DEADLINE, pending_prompt, until_async
 from .test_live import auth
@@ -203,19 +202,7 @@ CURSOR = Implementation(name="cursor", version="0.9")
 async def person(server: DaphneServer, user) -> AsyncIterator[httpx.AsyncClient]:
     """The user, logged in to the server's Control UI, answering through its form."""
 
-    def log_in() -> str:
-        store = SessionStore()
-        store.update(
-            {
-                "_auth_user_id": str(user.pk),
-                "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
-                "_auth_user_hash": user.get_session_auth_hash(),
-            }
-        )
-        store.create()
-        return store.session_key
-
-    cookies = {"sessionid": await sync_to_async(log_in)(), "csrftoken": CSRF}
+    cookies = {"sessionid": await sync_to_async(log_in)(user), "csrftoken": CSRF}
     async with httpx.AsyncClient(base_url=server.url, cookies=cookies, headers={"X-CSRFToken": CSRF}) as http:
         yield http
 

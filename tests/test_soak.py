@@ -25,7 +25,6 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.utils import timezone
 
@@ -33,7 +32,7 @@ from askuser_app import contract, services
 from askuser_app.client import AskUserClient, ConflictError
 from askuser_app.models import Prompt, PromptEvent
 
-from .conftest import QUESTION, SCALED, SCALED_REASON, make_user
+from .conftest import QUESTION, SCALED, SCALED_REASON, log_in, make_user
 from .servers import DaphneServer, free_port
 
 AGENTS = 50
@@ -128,13 +127,8 @@ class Human:
     """A logged-in person answering through the Control UI's endpoints."""
 
     def __init__(self, user, urls: list[str], tally: Tally) -> None:
-        store = SessionStore()
-        store["_auth_user_id"] = str(user.pk)
-        store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
-        store["_auth_user_hash"] = user.get_session_auth_hash()
-        store.create()
         self.user, self.urls, self.tally = user, urls, tally
-        cookies = {"sessionid": store.session_key, "csrftoken": CSRF}
+        cookies = {"sessionid": log_in(user), "csrftoken": CSRF}
         headers = {"X-CSRFToken": CSRF, "HX-Request": "true"}
         self.http = [httpx.Client(base_url=u, cookies=cookies, headers=headers, timeout=20) for u in urls]
         self.turn = 0

@@ -29,18 +29,14 @@ import json
 import django
 django.setup()
 from django.contrib.auth import get_user_model
-from django.contrib.sessions.backends.db import SessionStore
 from django.core.management import call_command
 from askuser_app import services
+from tests.conftest import log_in
 
 call_command("migrate", interactive=False, verbosity=0)
 person = get_user_model().objects.create_user("ann", password=None)
 _, token = services.create_agent("ann-agent", person)
-store = SessionStore()
-store.update({"_auth_user_id": str(person.pk), "_auth_user_hash": person.get_session_auth_hash(),
-              "_auth_user_backend": "django.contrib.auth.backends.ModelBackend"})
-store.create()
-print(json.dumps({"token": token, "login": store.session_key}))
+print(json.dumps({"token": token, "login": log_in(person)}))
 """
 
 # What a served process does: an agent asks and waits, the person opens the
