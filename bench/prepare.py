@@ -13,8 +13,8 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlui.settings")
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.contrib.sessions.backends.db import SessionStore  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
@@ -26,12 +26,10 @@ from .payload import ANSWER_FORM, create_body  # noqa: E402
 
 
 def login(user) -> str:
-    store = SessionStore()
-    store["_auth_user_id"] = str(user.pk)
-    store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
-    store["_auth_user_hash"] = user.get_session_auth_hash()
-    store.create()
-    return store.session_key
+    """A browser's ``sessionid`` for ``user`` (Django's ``force_login``)."""
+    client = Client()
+    client.force_login(user)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
 def count_queries(token: str, user) -> dict[str, int]:

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
-from django.contrib.sessions.backends.db import SessionStore
 from django.core.cache import cache
 from django.test import Client
 
@@ -132,13 +131,10 @@ def make_user(username: str, **fields: Any):
 
 
 def log_in(user) -> str:
-    """A login for ``user`` in the session store, as a browser's ``sessionid`` cookie holds it."""
-    store = SessionStore()
-    store["_auth_user_id"] = str(user.pk)
-    store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
-    store["_auth_user_hash"] = user.get_session_auth_hash()
-    store.create()
-    return store.session_key
+    """A login for ``user``, as a browser's ``sessionid`` cookie holds it (Django's ``force_login``)."""
+    client = Client()
+    client.force_login(user)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
 @pytest.fixture
