@@ -1,3 +1,9 @@
+"""The app's configuration: where the parts are connected to the signals they act on.
+
+Imports inside ``ready`` are the ones Django asks for (models and what imports
+them are loaded only once the app registry is ready), not a cycle dodged.
+"""
+
 from __future__ import annotations
 
 from django.apps import AppConfig
@@ -13,10 +19,26 @@ class AskuserAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import i18n
-        from .chat import outbox
-        from .datadir import protect_sqlite_files
-        from .models import Preferences, PushSubscription
+        from askuser_app.delivery import outbox, webhooks
+        from askuser_app.domain import signals
+        from askuser_app.models import Preferences, PushSubscription
+        from askuser_app.runtime import i18n, realtime
+        from askuser_app.runtime.datadir import protect_sqlite_files
+        from askuser_app.staff import admin  # noqa: F401  # registers the history with Django admin
+
+        # What a change sets off, in this order: the live pages and waits hear of it
+        # after commit; the webhook and the outbox rows are written with it.
+        for signal, receivers in (
+            (signals.prompt_created, [realtime.on_prompt_created, outbox.on_prompt_created]),
+            (
+                signals.prompt_resolved,
+                [realtime.on_prompt_resolved, webhooks.on_prompt_resolved, outbox.on_prompt_resolved],
+            ),
+            (signals.prompt_extended, [realtime.on_prompt_extended]),
+            (signals.message_created, [realtime.on_message_created]),
+        ):
+            for receiver in receivers:
+                signal.connect(receiver, dispatch_uid=f"askuser-{receiver.__module__}.{receiver.__name__}")
 
         connection_created.connect(protect_sqlite_files, dispatch_uid="askuser-protect-sqlite-files")
         for changed in (post_save, post_delete):

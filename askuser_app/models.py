@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from . import wording
+from askuser_app.domain import wording
 
 # The group of staff who may read the whole question history in the admin (migration 0006 makes it).
 REVIEWERS = "Reviewers"

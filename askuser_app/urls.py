@@ -2,9 +2,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
-from . import emailviews, views
-from .chat import pushviews
-from .chat import views as chat_views
+from askuser_app.delivery.chats import views as chat_views
+from askuser_app.delivery.notifiers.email import views as emailviews
+from askuser_app.delivery.notifiers.push import views as pushviews
+from askuser_app.web import views
 
 urlpatterns = [
     path("", views.sessions_list, name="sessions"),
@@ -27,5 +28,5 @@ urlpatterns = [
     path("settings/push/remove", pushviews.remove, name="push_remove"),
     path("settings/push/test", pushviews.test, name="push_test"),
     path("sw.js", pushviews.service_worker, name="service_worker"),
-    path("chat/", include("askuser_app.chat.urls")),
+    path("chat/", include("askuser_app.delivery.chats.urls")),
 ]

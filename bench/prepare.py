@@ -20,7 +20,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from askuser_app import services  # noqa: E402
+from askuser_app.domain import services  # noqa: E402
 
 from .payload import ANSWER_FORM, create_body  # noqa: E402
 

@@ -25,9 +25,9 @@ django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from askuser_app import services  # noqa: E402
-from askuser_app.admin import BoundedPaginator, estimated, searched  # noqa: E402
+from askuser_app.domain import services  # noqa: E402
 from askuser_app.models import Prompt  # noqa: E402
+from askuser_app.staff.admin import BoundedPaginator, estimated, searched  # noqa: E402
 
 from . import history  # noqa: E402
 from .stats import percentile  # noqa: E402

@@ -34,7 +34,7 @@ def populate(idle: int, live: int) -> object:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from askuser_app import services
+    from askuser_app.domain import services
     from askuser_app.models import Message, Session
 
     user = get_user_model().objects.create(username="bench")
@@ -66,7 +66,7 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from askuser_app import ui
+    from askuser_app.web import ui
 
     call_command("migrate", verbosity=0)
     user = populate(args.idle, args.live)

@@ -17,7 +17,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from askuser_app.datadir import default_server_url, private_folder, write_private
+from askuser_app.runtime.datadir import default_server_url, private_folder, write_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -110,11 +110,11 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Once the person is known: the language they chose wins over the browser's.
-    "askuser_app.i18n.PersonLanguageMiddleware",
+    "askuser_app.runtime.i18n.PersonLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "askuser_app.middleware.SecurityHeadersMiddleware",
+    "askuser_app.web.middleware.SecurityHeadersMiddleware",
     # Last, as django-axes asks: it turns a refused login into the locked-out page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -133,7 +133,7 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "askuser_app.context_processors.waiting",
+                "askuser_app.web.context_processors.waiting",
             ],
         },
     },
@@ -176,13 +176,13 @@ def database_config() -> dict[str, Any]:
 
 
 DATABASES = {"default": database_config()}
-# Threads that serve agents' creates (askuser_app/agentwrites.py), each with its
+# Threads that serve agents' creates (askuser_app/agents/create.py), each with its
 # kept connection. SQLite lets one connection write at a time: one thread
 # queues a process's creates for the lock instead of racing for it.
 ASKUSER_CREATE_THREADS = env_int(
     "ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8
 )
-# Threads that serve the panel's answers through Django (askuser_app/keptthreads.py),
+# Threads that serve the panel's answers through Django (askuser_app/server/keptthreads.py),
 # each with its kept connection; one on SQLite, for the same reason as creates.
 ASKUSER_ANSWER_THREADS = env_int(
     "ASKUSER_ANSWER_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4
@@ -201,7 +201,7 @@ def channel_layer_config() -> dict[str, Any]:
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL], "prefix": REDIS_PREFIX},
         }
-    return {"BACKEND": "askuser_app.layers.InMemoryChannelLayer"}
+    return {"BACKEND": "askuser_app.runtime.layers.InMemoryChannelLayer"}
 
 
 CHANNEL_LAYERS = {"default": channel_layer_config()}
@@ -217,10 +217,10 @@ def cache_config() -> dict[str, Any]:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": REDIS_PREFIX,
-            # One pool per process, not one per request (askuser_app/cachepool.py);
-            # a Redis that does not answer within a second is a miss (askuser_app/caching.py).
+            # One pool per process, not one per request (askuser_app/runtime/cachepool.py);
+            # a Redis that does not answer within a second is a miss (askuser_app/runtime/caching.py).
             "OPTIONS": {
-                "pool_class": "askuser_app.cachepool.SharedConnectionPool",
+                "pool_class": "askuser_app.runtime.cachepool.SharedConnectionPool",
                 "socket_connect_timeout": 1,
                 "socket_timeout": 1,
             },
@@ -232,7 +232,7 @@ CACHES = {"default": cache_config()}
 # A login is read from the cache, and from the database only when the cache
 # lacks it: a socket opening its page, and every page, skip one query
 # (docs/PERFORMANCE.md, "Sockets").
-SESSION_ENGINE = "askuser_app.sessions"  # cached_db, with the cache a shortcut only
+SESSION_ENGINE = "askuser_app.web.sessions"  # cached_db, with the cache a shortcut only
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -316,7 +316,7 @@ AXES_FAILURE_LIMIT = max(1, env_int("ASKUSER_LOGIN_FAILURES", 5))
 AXES_COOLOFF_TIME = timedelta(minutes=max(1, env_int("ASKUSER_LOGIN_COOLOFF_MINUTES", 15)))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "askuser_app.views.locked_out"
+AXES_LOCKOUT_CALLABLE = "askuser_app.web.views.locked_out"
 AXES_DISABLE_ACCESS_LOG = True  # successful logins are not history worth a table
 AXES_ENABLE_ADMIN = False
 AXES_VERBOSE = False
@@ -371,7 +371,7 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:
 if ASKUSER_EMAIL_SMTP:
     EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 else:
-    EMAIL_BACKEND = "askuser_app.mailfiles.EmailBackend"
+    EMAIL_BACKEND = "askuser_app.delivery.notifiers.email.backend.EmailBackend"
 EMAIL_FILE_PATH = DATA_DIR / "mail"
 
 # Web Push (README "Web Push"): the VAPID key pair that signs each push, made once and

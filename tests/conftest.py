@@ -22,7 +22,9 @@ from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.test import Client
 
-from askuser_app import edge, realtime, routing, services
+from askuser_app.domain import services
+from askuser_app.runtime import realtime
+from askuser_app.server import edge, routing
 
 pytest_plugins = ["tests.servers"]
 
@@ -109,7 +111,7 @@ def empty_cache():
 @pytest.fixture
 def socket_caps(settings):
     """Caps of 2 sockets per user and per address, counting from no open socket."""
-    from askuser_app.consumers import holdings
+    from askuser_app.web.consumers import holdings
 
     holdings.open.clear()  # sockets earlier tests left open count against nobody here
     settings.ASKUSER_MAX_SOCKETS_PER_USER = settings.ASKUSER_MAX_SOCKETS_PER_ADDRESS = 2
@@ -210,7 +212,7 @@ class AgentClient:
 
 def served_in_front_of_django(method: str, path: str) -> bool:
     """Whether the ASGI router sends this request to a consumer rather than to Django."""
-    from askuser_app.agentwrites import CreateRoute
+    from askuser_app.agents.create import CreateRoute
     from controlui.asgi import django_asgi_app
 
     for route in routing.http_urlpatterns(django_asgi_app):

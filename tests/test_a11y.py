@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from askuser_app import services
+from askuser_app.domain import services
 
 from .conftest import EXTRAS, QUESTION
 from .test_browser import (

@@ -18,8 +18,9 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from askuser_app import contract, edge, routing, services
-from askuser_app.agentwrites import CreateRoute
+from askuser_app.agents.create import CreateRoute
+from askuser_app.domain import contract, services
+from askuser_app.server import edge, routing
 from controlui.asgi import application
 
 from .conftest import AsgiResponse, asgi_get, asgi_request, make_user, payload, served_in_front_of_django
@@ -237,7 +238,7 @@ def test_routes_in_front_of_django(path, expected, role):
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize(("route", "path", "expected"), WS_RULES)
 async def test_websocket_access(route, path, expected, role):
-    from askuser_app.asyncdb import database_call
+    from askuser_app.runtime.asyncdb import database_call
 
     world = await database_call(World)()
     client = await database_call(world.client)(role)

@@ -18,11 +18,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from askuser_app import contract, history, services
-from askuser_app.admin import BoundedPaginator, PromptAdmin
-from askuser_app.agentauth import hash_token
-from askuser_app.asyncdb import database_call
+from askuser_app.domain import contract, services
+from askuser_app.domain.agentauth import hash_token
 from askuser_app.models import Agent, Answer, Prompt, PromptEvent
+from askuser_app.runtime.asyncdb import database_call
+from askuser_app.staff import history
+from askuser_app.staff.admin import BoundedPaginator, PromptAdmin
 
 from .conftest import QUESTION, AgentClient, make_user, payload
 from .test_wait import DEADLINE, parked, start_wait, until

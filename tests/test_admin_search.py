@@ -10,8 +10,8 @@ from django.db.models import Q
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from askuser_app.admin import COMMON, UNSURE, matching, rare, search_words, searched
 from askuser_app.models import Prompt
+from askuser_app.staff.admin import COMMON, UNSURE, matching, rare, search_words, searched
 
 from .conftest import SCALED, SCALED_REASON
 
@@ -66,7 +66,7 @@ def test_an_estimate_near_the_line_is_checked_by_counting_and_one_far_from_it_is
 
 
 def test_a_rare_word_the_planner_takes_for_common_is_still_searched_through_its_index(long_history, monkeypatch):
-    from askuser_app import admin
+    from askuser_app.staff import admin
 
     monkeypatch.setattr(admin, "planned", lambda prompts: COMMON + 290)  # as one ANALYZE estimated "eu-west-123"
     prompts, narrowed = searched(Prompt.objects.all(), "eu-west-123")

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from askuser_app import services
-from askuser_app.agentauth import hash_token
+from askuser_app.domain import services
+from askuser_app.domain.agentauth import hash_token
 from askuser_app.models import Agent
 
 from .conftest import AgentClient

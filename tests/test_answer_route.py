@@ -1,5 +1,5 @@
 """The panel's answer as a browser sends it, through the whole ASGI application:
-Django serves it on a thread kept for answers (askuser_app/keptthreads.py),
+Django serves it on a thread kept for answers (askuser_app/server/keptthreads.py),
 with every middleware as on any other page."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from asgiref.sync import sync_to_async
 from django.core.signals import request_finished, request_started
 from django.db import connection
 
-from askuser_app import contract, realtime, services
-from askuser_app.keptthreads import environ
+from askuser_app.domain import contract, services
 from askuser_app.models import Answer, Prompt, PromptEvent
+from askuser_app.runtime import realtime
+from askuser_app.server.keptthreads import environ
 
 from .conftest import asgi_request, log_in, payload
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from askuser_app import services
+from askuser_app.domain import services
 from askuser_app.models import Prompt, PromptEvent, Run, Session
 
 from .conftest import AgentClient, payload

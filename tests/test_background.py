@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from askuser_app.background import Loop
+from askuser_app.runtime.background import Loop
 
 
 async def test_a_loop_cancelled_in_the_step_it_is_woken_still_ends():

@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, services
+from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
 from .chatfake import fake_api  # noqa: F401  (a fixture)
@@ -569,7 +569,7 @@ def test_a_person_links_telegram_on_the_chat_apps_page_and_a_tap_there_closes_th
     token,
     fake_api,  # noqa: F811
 ):
-    from askuser_app.chat.telegram import SECRET_HEADER
+    from askuser_app.delivery.chats.telegram import SECRET_HEADER
 
     from .test_chat_telegram import SECRET, TOKEN, Telegram, tap_update, text_update
 

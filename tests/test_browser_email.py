@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from askuser_app import services
+from askuser_app.domain import services
 from askuser_app.models import Preferences, Prompt
 
 from .conftest import QUESTION

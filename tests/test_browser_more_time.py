@@ -6,7 +6,7 @@ from datetime import datetime
 
 import httpx
 
-from askuser_app import contract, services
+from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
 from .test_browser import WAIT_MS, Human, agent_api, chromium, human, panel_open, pytestmark, server, shot  # noqa: F401  (fixtures)

@@ -1,4 +1,4 @@
-"""The cache is a shortcut past the database (askuser_app/caching.py): with
+"""The cache is a shortcut past the database (askuser_app/runtime/caching.py): with
 Redis unreachable, creates, saves and pages go on, reading the database."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 import redis
 from django.core.cache import cache
 
-from askuser_app import contract, i18n, prefs, services
+from askuser_app.domain import contract, prefs, services
 from askuser_app.models import ChatMessage
+from askuser_app.runtime import i18n
 
 from .conftest import payload
 
@@ -64,7 +65,7 @@ def test_with_the_cache_down_a_login_is_read_from_the_database_and_a_logout_ends
 
 
 def test_a_cache_that_stays_down_is_logged_once_in_a_while_not_once_per_read(unreachable_cache, caplog, monkeypatch):
-    from askuser_app import caching
+    from askuser_app.runtime import caching
 
     monkeypatch.setattr(caching, "_said_at", -caching.WARN_EVERY)
     monkeypatch.setattr(caching, "_unsaid", 0)

@@ -9,9 +9,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, services, textreply
-from askuser_app.chat import core, outbox
-from askuser_app.chat.base import Action, Sender, encode
+from askuser_app.delivery import outbox
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.chats.base import Action, Sender, encode
+from askuser_app.domain import contract, services, textreply
 from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
 
 from .conftest import EXTRAS, QUESTION, payload

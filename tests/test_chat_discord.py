@@ -22,12 +22,12 @@ from django.utils import timezone
 from nacl.encoding import HexEncoder
 from nacl.signing import SigningKey
 
-from askuser_app import services
-from askuser_app.asyncdb import database_call
-from askuser_app.chat import core, discord
-from askuser_app.chat.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.delivery.chats import core, discord
+from askuser_app.delivery.chats.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.domain import services
+from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
-from askuser_app.textreply import TextQuestion
+from askuser_app.runtime.asyncdb import database_call
 
 from .chatfake import (
     FakeAPI,

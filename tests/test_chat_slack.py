@@ -25,12 +25,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from askuser_app import contract, services
-from askuser_app.asyncdb import database_call
-from askuser_app.chat import core, slack
-from askuser_app.chat.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.delivery.chats import core, slack
+from askuser_app.delivery.chats.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.domain import contract, services
+from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
-from askuser_app.textreply import TextQuestion
+from askuser_app.runtime.asyncdb import database_call
 
 from .chatfake import Call, FakeAPI, fake_api  # noqa: F401  (the fixture)
 from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload

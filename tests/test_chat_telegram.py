@@ -15,11 +15,12 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import services
-from askuser_app.asyncdb import database_call
-from askuser_app.chat import core, outbox
-from askuser_app.chat.telegram import SECRET_HEADER, adapter
+from askuser_app.delivery import outbox
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.chats.telegram import SECRET_HEADER, adapter
+from askuser_app.domain import services
 from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
+from askuser_app.runtime.asyncdb import database_call
 
 from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
 from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
@@ -389,7 +390,7 @@ async def test_a_send_refused_for_good_is_failed_and_shown_on_the_page(telegram,
 
 
 async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegram, linked, agent):
-    from askuser_app import contract
+    from askuser_app.domain import contract
 
     prompt = await database_call(services.ask)(agent, contract.parse_create(payload()))
     assert [r.state for r in await rows(prompt.prompt.pk)] == ["to_send"]

@@ -17,8 +17,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
 
-from askuser_app import services
-from askuser_app.client import (
+from askuser_app.agents.client import (
     AskUserClient,
     AsyncAskUserClient,
     AuthError,
@@ -29,6 +28,7 @@ from askuser_app.client import (
     sign,
     verify_signature,
 )
+from askuser_app.domain import services
 from askuser_app.models import Prompt
 
 from .conftest import QUESTION

@@ -10,10 +10,12 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, realtime, services, socketauth, ui
-from askuser_app.asyncdb import database_call
-from askuser_app.consumers import CLOSE_TOO_MANY
+from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, Session
+from askuser_app.runtime import realtime
+from askuser_app.runtime.asyncdb import database_call
+from askuser_app.web import socketauth, ui
+from askuser_app.web.consumers import CLOSE_TOO_MANY
 from controlui.asgi import application
 
 from .conftest import empty_the_cache, payload

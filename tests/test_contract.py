@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from askuser_app import contract
+from askuser_app.domain import contract
 from askuser_app.models import Prompt, Question, Run, Session
 
 from .conftest import QUESTION, payload

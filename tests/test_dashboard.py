@@ -9,8 +9,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import history, services
+from askuser_app.domain import services
 from askuser_app.models import Prompt
+from askuser_app.staff import history
 
 from .test_admin import DASHBOARD, ask, backdate, page, words
 

@@ -8,9 +8,9 @@ import httpx
 import pytest
 from django.test import Client
 
-from askuser_app import services
-from askuser_app.asyncdb import database_call
+from askuser_app.domain import services
 from askuser_app.models import Prompt
+from askuser_app.runtime.asyncdb import database_call
 
 from .conftest import asgi_request, make_user, payload, until
 
@@ -137,7 +137,7 @@ def test_django_serves_neither_waiting_read_but_the_document_describes_both(api,
 
 
 def parked_count() -> int:
-    from askuser_app import realtime
+    from askuser_app.runtime import realtime
 
     return realtime.hub().waiting
 

@@ -21,11 +21,13 @@ from django.core import signing
 from django.test import Client
 from django.utils import timezone, translation
 
-from askuser_app import contract, prefs, services
-from askuser_app.asyncdb import database_call
-from askuser_app.chat import email, outbox
-from askuser_app.chat.base import Card
+from askuser_app.delivery import outbox
+from askuser_app.delivery.chats.base import Card
+from askuser_app.delivery.notifiers.email import mails as email
+from askuser_app.delivery.notifiers.email.adapter import adapter as email_adapter
+from askuser_app.domain import contract, prefs, services
 from askuser_app.models import ChatMessage, Preferences, Prompt, PromptEvent
+from askuser_app.runtime.asyncdb import database_call
 
 from .conftest import EXTRAS, QUESTION, asgi_request, payload
 from .mailfake import free_port, parts, smtp_server  # noqa: F401  (a fixture)
@@ -134,7 +136,7 @@ def test_the_file_backend_mails_those_who_chose_it(settings, agent, addressed):
 def test_a_create_reads_the_owners_address_and_preferences_in_one_query(
     smtp, agent, addressed, django_assert_num_queries
 ):
-    from askuser_app.chat.email import adapter
+    from askuser_app.delivery.notifiers.email.adapter import adapter
 
     prompt = ask(agent)
     with django_assert_num_queries(1):
@@ -221,7 +223,7 @@ def test_a_send_that_finds_the_prompt_resolved_mails_nothing(smtp, agent, addres
     card = Card(prompt.pk, "helper", "Deploy", "", (), "", (), prompt.expires_at, True)
     services.answer(prompt, {"deploy_target": "Production"}, by=addressed, surface="web")
 
-    ref = async_to_sync(email.adapter.send)(ADDRESS, card)
+    ref = async_to_sync(email_adapter.send)(ADDRESS, card)
 
     assert ref == {"not_sent": "no longer waiting for this address"} and smtp.rcpt_tries == 0
 
@@ -321,7 +323,9 @@ def test_without_email_host_mail_is_written_into_the_private_data_folder(tmp_pat
     assert done.returncode == 0, done.stderr
 
     backend, folder, folder_mode, files = json.loads(done.stdout.strip().splitlines()[-1])
-    assert backend == "askuser_app.mailfiles.EmailBackend" and folder == str(tmp_path / "data" / "mail")
+    assert backend == "askuser_app.delivery.notifiers.email.backend.EmailBackend" and folder == str(
+        tmp_path / "data" / "mail"
+    )
     assert folder_mode == 0o700 and list(files.values()) == [0o600]
     [name] = files
     assert "Where should this release go first?" in (Path(folder) / name).read_text()
@@ -532,7 +536,7 @@ def test_the_settings_page_shows_the_address_and_saves_a_choice(smtp, addressed)
 
 
 def prefs_labels():
-    from askuser_app.emailviews import choice_label
+    from askuser_app.delivery.notifiers.email.views import choice_label
 
     return [(seconds, choice_label(seconds)) for seconds in prefs.EMAIL_CHOICES]
 

@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from askuser_app.client import verify_signature
+from askuser_app.agents.client import verify_signature
 from askuser_app.models import Message, Prompt, Session
 
 from .conftest import QUESTION, payload
@@ -211,7 +211,7 @@ FORM_FIELDS = st.dictionaries(
 
 def pending_or_new(agent) -> Prompt:
     """The session's pending prompt; a new one when the last example answered it."""
-    from askuser_app import contract, services
+    from askuser_app.domain import contract, services
 
     prompt = Prompt.objects.filter(status=Prompt.Status.PENDING).first()
     return prompt or services.ask(agent, contract.parse_create(payload())).prompt
@@ -271,7 +271,7 @@ async def socket_outcome(owner, key: str, query: str) -> tuple[bool, Any]:
 @given(st.dictionaries(st.sampled_from(["since", "shown", "other"]), QUERY_VALUE, max_size=3), st.booleans())
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_any_socket_parameters_open_the_socket_or_close_it_cleanly(agent, owner, params, raw):
-    from askuser_app import services
+    from askuser_app.domain import services
 
     services.post_agent_message(agent, "support-42", "Hello")
     query = "&".join(f"{k}={v}" for k, v in params.items()) if raw else urlencode(params)

@@ -171,7 +171,7 @@ def test_the_agent_api_sends_the_same_headers_and_no_cookie_in_front_of_django_a
 
 @pytest.mark.django_db(transaction=True)
 def test_behind_tls_a_plain_http_create_is_left_to_django_and_a_secure_one_gets_hsts(token, settings):
-    from askuser_app import agentwrites
+    from askuser_app.agents import create as agentwrites
 
     settings.SECURE_SSL_REDIRECT = True
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -19,12 +19,14 @@ from django.conf import settings
 from django.test import Client
 from django.utils import translation
 
-from askuser_app import contract, i18n, services
-from askuser_app.asyncdb import database_call
-from askuser_app.chat import core, outbox
-from askuser_app.chat.base import Sender
+from askuser_app.delivery import outbox
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.chats.base import Sender
+from askuser_app.domain import contract, services
 from askuser_app.management.commands import updatemessages
 from askuser_app.models import Preferences, Prompt
+from askuser_app.runtime import i18n
+from askuser_app.runtime.asyncdb import database_call
 from controlui.asgi import application
 
 from .conftest import EXTRAS, payload

@@ -10,8 +10,8 @@ import pytest
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer as ChannelsLayer
 
-from askuser_app import layers
-from askuser_app.layers import InMemoryChannelLayer
+from askuser_app.runtime import layers
+from askuser_app.runtime.layers import InMemoryChannelLayer
 
 BOTH = pytest.mark.parametrize("layer_class", [ChannelsLayer, InMemoryChannelLayer], ids=["channels", "askuser"])
 

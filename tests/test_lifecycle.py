@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from askuser_app import contract, expiry, services
+from askuser_app.domain import contract, services
 from askuser_app.models import Answer, Prompt, PromptEvent
+from askuser_app.server import expiry
 
 from .conftest import EXTRAS, QUESTION, payload
 

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from askuser_app import services
+from askuser_app.domain import services
 from askuser_app.models import Prompt
 
 from .conftest import payload

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
-from askuser_app import contract, services
+from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
 from .conftest import QUESTION, log_in, until

@@ -18,10 +18,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, services, ui
-from askuser_app.asyncdb import database_call
-from askuser_app.client import AskUserClient, extension_between
+from askuser_app.agents.client import AskUserClient, extension_between
+from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, PromptEvent, WebhookDelivery
+from askuser_app.runtime.asyncdb import database_call
+from askuser_app.web import ui
 
 from .conftest import QUESTION, payload
 from .servers import DaphneServer

@@ -30,11 +30,13 @@ from cryptography.x509.oid import NameOID
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from askuser_app import contract, services
-from askuser_app.asyncdb import database_call
-from askuser_app.chat import core, outbox, push
-from askuser_app.chat.base import Temporary
+from askuser_app.delivery import outbox
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.chats.base import Temporary
+from askuser_app.delivery.notifiers.push import adapter as push
+from askuser_app.domain import contract, services
 from askuser_app.models import ChatMessage, Prompt, PushSubscription
+from askuser_app.runtime.asyncdb import database_call
 from controlui import settings as project_settings
 
 from .conftest import EXTRAS, QUESTION, payload

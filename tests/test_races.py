@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from askuser_app import contract, services
+from askuser_app.domain import contract, services
 from askuser_app.models import Prompt, PromptEvent
 
 from .conftest import payload

@@ -14,8 +14,9 @@ from channels.layers import get_channel_layer
 from django.core.signals import request_started
 from django.db import connection
 
-from askuser_app import realtime, services
-from askuser_app.realtime import hub
+from askuser_app.domain import services
+from askuser_app.runtime import realtime
+from askuser_app.runtime.realtime import hub
 
 from .conftest import asgi_get, asgi_request, payload, until
 

@@ -7,7 +7,7 @@ import concurrent.futures
 import httpx
 import pytest
 
-from askuser_app import services
+from askuser_app.domain import services
 from askuser_app.models import Prompt, PromptEvent
 
 from .conftest import SCALED, SCALED_REASON, payload

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from askuser_app import services
+from askuser_app.domain import services
 from askuser_app.models import Run, Session
 
 from .conftest import payload

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, services
-from askuser_app.asyncdb import database_call
+from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, Session
+from askuser_app.runtime.asyncdb import database_call
 
 from .conftest import payload
 from .test_consumers import DEADLINE, connect

@@ -28,8 +28,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from askuser_app import contract, services
-from askuser_app.client import AskUserClient, ConflictError
+from askuser_app.agents.client import AskUserClient, ConflictError
+from askuser_app.domain import contract, services
 from askuser_app.models import Prompt, PromptEvent
 
 from .conftest import QUESTION, SCALED, SCALED_REASON, log_in, make_user

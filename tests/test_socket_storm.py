@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from django.test import Client
 
-from askuser_app import consumers, socketauth, ui
+from askuser_app.web import consumers, socketauth, ui
 
 from .conftest import empty_the_cache
 from .test_consumers import DEADLINE, ask, connect, opened

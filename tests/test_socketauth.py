@@ -11,8 +11,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, services, socketauth, ui
+from askuser_app.domain import contract, services
 from askuser_app.models import Message, Session
+from askuser_app.web import socketauth, ui
 
 from .conftest import payload
 

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from askuser_app import contract, services
+from askuser_app.domain import contract, services
 
 from .conftest import make_user, payload
 

@@ -1,5 +1,5 @@
 """A server loads what requests use before it serves, and keeps it out of the
-collector's passes (askuser_app/startup.py).
+collector's passes (askuser_app/server/startup.py).
 
 Each test starts a fresh Python process, as Daphne does: this process has long
 imported everything, so it could not tell a module loaded at start from one
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from askuser_app import startup
+from askuser_app.server import startup
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,7 +109,7 @@ def test_the_first_create_page_socket_answer_and_wait_import_nothing(served):
     assert served["statuses"] == [201, 200, True, 200, "answered"]
     # A module imported here was loaded while an agent or a person waited, and
     # its objects are walked by every full pass of the collector: load it in
-    # askuser_app/startup.py.
+    # askuser_app/server/startup.py.
     assert served["imported"] == []
 
 

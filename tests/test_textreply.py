@@ -9,7 +9,7 @@ from django.utils import translation
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from askuser_app.textreply import TextQuestion, fold, how_it_was_read, read_reply, render_prompt, what_is_missing
+from askuser_app.domain.textreply import TextQuestion, fold, how_it_was_read, read_reply, render_prompt, what_is_missing
 
 DEPLOY = TextQuestion(
     "deploy_target", "Deploy", "Where first?", False, ("Staging (Recommended)", "Production"), ("Safe", "")

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from askuser_app import contract, services
+from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt
 
 from .conftest import EXTRAS, QUESTION, AgentClient, payload

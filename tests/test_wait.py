@@ -9,9 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from askuser_app import longpoll, realtime, services
-from askuser_app.asyncdb import database_call
+from askuser_app.agents import waits as longpoll
+from askuser_app.domain import services
 from askuser_app.models import Prompt
+from askuser_app.runtime import realtime
+from askuser_app.runtime.asyncdb import database_call
 from controlui.asgi import application
 
 from .conftest import asgi_get, until

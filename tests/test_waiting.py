@@ -10,9 +10,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, services, ui
-from askuser_app.asyncdb import database_call
+from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, Session
+from askuser_app.runtime.asyncdb import database_call
+from askuser_app.web import ui
 
 from .conftest import payload
 from .test_consumers import DEADLINE, ask, connect, opened

@@ -12,10 +12,11 @@ import httpx
 import pytest
 from django.test import Client
 
-from askuser_app import contract, egress, services, webhooks
-from askuser_app.asyncdb import database_call
-from askuser_app.client import AskUserClient, sign, verify_signature
+from askuser_app.agents.client import AskUserClient, sign, verify_signature
+from askuser_app.delivery import egress, webhooks
+from askuser_app.domain import contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
+from askuser_app.runtime.asyncdb import database_call
 
 from .conftest import QUESTION, payload
 from .servers import DaphneServer

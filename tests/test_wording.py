@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app import contract, services
+from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
 from .conftest import AgentClient, payload

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from django import template
 
-from ..emailviews import EmailSettings, email_settings
+from askuser_app.delivery.notifiers.email.views import EmailSettings, email_settings
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

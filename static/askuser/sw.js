@@ -1,5 +1,5 @@
 // askuser's service worker: Web Push notifications while no askuser tab is open.
-// Served at /sw.js (scope "/"). A push is JSON from askuser_app/chat/push.py:
+// Served at /sw.js (scope "/"). A push is JSON from askuser_app/delivery/notifiers/push/adapter.py:
 //   {"type": "prompt", "tag", "title", "body", "url", ...}  shows a notification;
 //   {"type": "closed", "tag"}                               closes it (the prompt resolved);
 //   {"type": "test", "tag", "title", "body", "url"}         the settings page's test.

@@ -9,8 +9,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from askuser_app.chat import core, outbox
-from askuser_app.chat.base import CHANNELS
+from askuser_app.delivery import outbox
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.chats.base import CHANNELS
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from askuser_app import services
+from askuser_app.domain import services
 
 
 class Command(BaseCommand):

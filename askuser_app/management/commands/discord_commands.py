@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from askuser_app.chat import discord
-from askuser_app.chat.base import Permanent, Temporary
+from askuser_app.delivery.chats import discord
+from askuser_app.delivery.chats.base import Permanent, Temporary
 
 
 class Command(BaseCommand):

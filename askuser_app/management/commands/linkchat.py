@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from askuser_app.chat import core
-from askuser_app.chat.base import CHANNELS
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.chats.base import CHANNELS
 from askuser_app.models import ChatLink
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from askuser_app.datadir import DEFAULT_URL, default_server_url
-from askuser_app.mcp_server import serve_stdio
+from askuser_app.agents.mcp_server import serve_stdio
+from askuser_app.runtime.datadir import DEFAULT_URL, default_server_url
 
 
 class Command(BaseCommand):

@@ -21,10 +21,10 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
-from askuser_app import contract, services
-from askuser_app.agentauth import hash_token
-from askuser_app.datadir import SERVER_URL_FILE, write_private
+from askuser_app.domain import contract, services
+from askuser_app.domain.agentauth import hash_token
 from askuser_app.models import REVIEWERS, Agent, Prompt, PromptEvent, Run, Session
+from askuser_app.runtime.datadir import SERVER_URL_FILE, write_private
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -1,0 +1,100 @@
+"""``POST /api/v1/prompts``, an agent's create, served in front of Django.
+
+Django's ASGI handler gives every request a thread and a database connection
+of its own, and crosses from the event loop to that thread and back for each
+synchronous middleware and the view. On the create path, the agent API's
+most frequent write, that cost about as much CPU as the create itself
+(docs/PERFORMANCE.md). Here a create is served by a plain ASGI app, as the
+long-poll is (a Channels ``AsyncHttpConsumer`` would add a channel-layer
+channel and, before every message, a hop to close old connections: 10 % of
+a create's CPU in the profile). Its token check and ``api.create`` run in
+one ``database_sync_to_async`` call on a thread kept for creates
+(``ASKUSER_CREATE_THREADS``), whose connection is kept too (SQLite's stays
+open, PostgreSQL's goes back to the pool). On SQLite that is one thread, so
+a process's creates queue for the write lock instead of racing for it in
+SQLite's busy handler. ``api.create_prompt`` serves the same ``api.create``
+where a request reaches Django directly, and documents the route.
+
+It sits behind the front door (``edge.FrontDoor``: the host check and the
+body bound) like every route, and answers refusals with ``refusals.refusal``. A
+request this app would answer differently from Django, a plain-HTTP one under
+``SECURE_SSL_REDIRECT``, goes on to Django.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from askuser_app.agents import api, refusals
+from askuser_app.domain import agentauth, contract
+from askuser_app.runtime import http, realtime
+from askuser_app.runtime.asyncdb import KeptThreads
+
+log = logging.getLogger("askuser")
+
+CREATE_PATH = "/api/v1/prompts"
+Outcome = tuple[int, dict[str, Any], dict[str, str]]
+# Beside http.respond's: what Django's XFrameOptionsMiddleware would add.
+EXTRA_HEADERS = {"X-Frame-Options": "DENY"}
+threads = KeptThreads("ASKUSER_CREATE_THREADS", "create")
+
+
+class CreateRoute:
+    """``POST /api/v1/prompts`` served here; anything else on the path by ``otherwise`` (Django)."""
+
+    def __init__(self, otherwise: http.App) -> None:
+        self.otherwise = otherwise
+
+    async def __call__(self, scope: http.Scope, receive: http.Receive, send: http.Send) -> None:
+        if serves(scope):
+            return await serve_create(scope, receive, send)
+        await self.otherwise(scope, receive, send)
+
+
+def serves(scope: dict[str, Any]) -> bool:
+    """Whether the request is a create this app answers as Django would."""
+    if scope["method"] != "POST" or scope["path"] != CREATE_PATH:
+        return False
+    return not settings.SECURE_SSL_REDIRECT or http.is_secure(scope)
+
+
+async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The create's ASGI app: read the body, create on a create thread, respond."""
+    body = await http.read_body(receive)
+    if body is None:  # the client hung up
+        return
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+    try:
+        with realtime.sending_on(asyncio.get_running_loop()):
+            outcome = await database_sync_to_async(create, thread_sensitive=False, executor=threads())(headers, body)
+    except Exception:
+        log.exception("A create failed")
+        outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), {}
+    status, payload, extra = outcome
+    await http.respond(send, status, payload, {**EXTRA_HEADERS, **extra, **hsts(scope)})
+
+
+def hsts(scope: dict[str, Any]) -> dict[str, str]:
+    """What Django's SecurityMiddleware adds over HTTPS."""
+    if not settings.SECURE_HSTS_SECONDS or not http.is_secure(scope):
+        return {}
+    value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+    value += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""
+    value += "; preload" if settings.SECURE_HSTS_PRELOAD else ""
+    return {"Strict-Transport-Security": value}
+
+
+def create(headers: dict[str, str], body: bytes) -> Outcome:
+    """The token check and the create, in one call on a create thread."""
+    try:
+        agent = agentauth.agent_for(headers.get("authorization"))
+        created, created_headers = api.create(agent, headers.get("idempotency-key"), body)
+    except refusals.REFUSED as exc:
+        answer = refusals.refusal(exc)
+        return answer.status, answer.body, answer.headers
+    return 201, created, created_headers

@@ -1,0 +1,314 @@
+"""The agent's bounded long-polls, Channels HTTP consumers in front of Django:
+
+- ``GET /api/v1/prompts/{id}?wait=N``: the prompt's result, once terminal;
+- ``GET /api/v1/sessions/{key}/messages?after=ID&wait=N``: the user's new messages.
+
+Django gives every in-flight request a thread of its own: a thousand parked
+waits would be a thousand threads. Here a parked wait is a coroutine and a
+queue in the hub; its database reads run in short ``database_call``s before
+it parks, so it holds no thread and no connection while it waits.
+
+What one agent, one owner and one client address may hold parked at once is
+capped (``ASKUSER_MAX_WAITS_PER_*``, per process): beyond it, 429.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+from channels.consumer import get_handler_name
+from channels.generic.http import AsyncHttpConsumer
+from django.conf import settings
+
+from askuser_app.agents import refusals
+from askuser_app.domain import agentauth, contract, services
+from askuser_app.runtime import http
+from askuser_app.runtime.asyncdb import database_call
+from askuser_app.runtime.realtime import Inbox, hub, prompt_group, session_group
+
+if TYPE_CHECKING:
+    from askuser_app.models import Agent, Session
+
+# A parked wait ends within 55 s, and most much sooner: try again shortly.
+RETRY_AFTER = 5
+
+
+# --- what may be parked -------------------------------------------------------------
+
+
+class Parked:
+    """How many waits each agent, owner and client address holds parked in this process."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, object]] = Counter()
+
+    @contextlib.contextmanager
+    def hold(self, agent: Agent, address: str | None) -> Iterator[None]:
+        """Count one more parked wait for the block, or refuse it past a cap."""
+        keys = [("agent", agent.pk), ("user", agent.owner_id)] + ([("address", address)] if address else [])
+        for key in keys:
+            self._check(key)
+        self.counts.update(keys)
+        try:
+            yield
+        finally:
+            self.counts.subtract(keys)
+            for key in keys:
+                if self.counts[key] <= 0:
+                    del self.counts[key]
+
+    def _check(self, key: tuple[str, object]) -> None:
+        cap = CAPS[key[0]]
+        limit = getattr(settings, cap.setting)
+        if limit and self.counts[key] >= limit:
+            detail = f"{cap.holder} already holds {limit} waits on this server; let one end, then wait again."
+            raise services.RateLimited(detail, code="too_many_waits", retry_after=RETRY_AFTER)
+
+
+@dataclass(frozen=True)
+class Cap:
+    setting: str  # 0: no cap
+    holder: str  # who holds the waits, in the refusal's sentence
+
+
+CAPS = {
+    "agent": Cap("ASKUSER_MAX_WAITS_PER_AGENT", "This agent"),
+    "user": Cap("ASKUSER_MAX_WAITS_PER_USER", "This agent's owner (across their agents)"),
+    "address": Cap("ASKUSER_MAX_WAITS_PER_ADDRESS", "This client address"),
+}
+parked = Parked()
+
+
+# --- prompt results ----------------------------------------------------------------
+
+
+async def wait_for_result(
+    authorization: str | None, prompt_id: str, wait: float, address: str | None = None
+) -> dict[str, Any]:
+    """The prompt's result, waiting up to ``wait`` seconds for a terminal one.
+
+    Subscribes before reading, so an answer committed between the read and
+    the wait is never missed; wakes on the channel layer, never by polling.
+    """
+    try:
+        key = uuid.UUID(prompt_id)
+    except ValueError:
+        await _read_state(authorization, None)
+        raise services.NotFound(f"No prompt {prompt_id} for this agent's owner.") from None
+    async with hub().listen(prompt_group(key)) as inbox:
+        agent, state = await _read_state(authorization, key)
+        if state["status"] != "pending" or wait <= 0:
+            return state
+        end = time.time() + wait
+        with parked.hold(agent, address):
+            result = await _resolution(inbox, state, end)
+        if result is not None:
+            return result
+    # Past the deadline, this read expires the prompt (or finds it moved: an
+    # extension the layer did not bring); a wait that could not subscribe heard
+    # nothing, so it reads too. Otherwise it is still pending.
+    past_deadline = time.time() >= _deadline(state)
+    return (await _read_state(authorization, key))[1] if past_deadline or inbox.deaf else state
+
+
+async def _resolution(inbox: Inbox, state: dict[str, Any], end: float) -> dict[str, Any] | None:
+    """The result a resolution brings before ``end`` or the deadline, whichever is first.
+
+    An extension (``prompt.extended``) moves the deadline in ``state``, which
+    the wait then runs to: a wait bounded by the old deadline goes on."""
+    while True:
+        event = await _next(inbox, min(end, _deadline(state) + 0.01) - time.time())
+        if event is None:
+            return None
+        if event["type"] == "prompt.resolved":
+            result: dict[str, Any] = event["result"]
+            return result
+        if event["type"] == "prompt.extended" and event["extended"] > state.get("extended", 0):
+            state.update(
+                expires_at=contract.iso(datetime.fromisoformat(event["expires_at"])), extended=event["extended"]
+            )
+
+
+def _deadline(state: dict[str, Any]) -> float:
+    return datetime.fromisoformat(state["expires_at"]).timestamp()
+
+
+@database_call
+def _read_state(authorization: str | None, prompt_id: uuid.UUID | None) -> tuple[Agent, dict[str, Any]]:
+    """The agent the token names (one read: the caps need it) and the prompt's state."""
+    agent = agentauth.agent_for(authorization)
+    if prompt_id is None:
+        return agent, {}
+    return agent, services.result_expiring_if_overdue(services.prompt_for_owner(agent.owner_id, prompt_id))
+
+
+# --- session messages --------------------------------------------------------------
+
+
+async def wait_for_messages(
+    authorization: str | None, key: str, after: int, wait: float, address: str | None = None
+) -> dict[str, Any]:
+    """The user's messages after ``after``, waiting up to ``wait`` seconds for one."""
+    agent, session = await _session(authorization, key)
+    session_id = session.pk
+    async with hub().listen(session_group(session.key)) as inbox:
+        messages = await _messages_after(session_id, after)
+        end = time.monotonic() + wait
+        if not messages and wait > 0:
+            with parked.hold(agent, address):
+                messages = await _messages_arriving(inbox, session_id, after, end)
+        if not messages and inbox.deaf:
+            messages = await _messages_after(session_id, after)
+    return {"messages": messages, "last_id": messages[-1]["id"] if messages else after}
+
+
+async def _messages_arriving(inbox: Inbox, session_id: int, after: int, end: float) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    while not messages and time.monotonic() < end:
+        event = await _next(inbox, end - time.monotonic())
+        if event is None:
+            break
+        # The group is the key's: another owner's session with this key is not this one.
+        mine = event.get("session_id") == session_id
+        if mine and event["type"] == "message.created" and event.get("author") == "user":
+            messages = await _messages_after(session_id, after)
+    return messages
+
+
+@database_call
+def _session(authorization: str | None, key: str) -> tuple[Agent, Session]:
+    agent = agentauth.agent_for(authorization)
+    return agent, services.session_for_owner(agent.owner_id, key)
+
+
+@database_call
+def _messages_after(session_id: int, after: int) -> list[dict[str, Any]]:
+    return [contract.message_json(m) for m in services.messages_after(session_id, after)]
+
+
+async def _next(inbox: Inbox, timeout: float) -> dict[str, Any] | None:
+    try:
+        async with asyncio.timeout(max(timeout, 0)):
+            return await inbox.get()
+    except TimeoutError:
+        return None
+
+
+# --- parameters ---------------------------------------------------------------------
+
+
+def parse_wait(raw: str | None) -> float:
+    """``wait`` in seconds: 0 by default, above 55 means 55."""
+    try:
+        value = float(raw) if raw not in (None, "") else 0.0
+    except ValueError:
+        value = -1
+    if not value >= 0:  # also rejects NaN
+        raise contract.ContractError([{"path": "wait", "message": "must be a number of seconds from 0 to 55"}])
+    return min(value, contract.MAX_WAIT)
+
+
+def parse_after(raw: str | None) -> int:
+    try:
+        value = int(raw) if raw not in (None, "") else 0
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise contract.ContractError([{"path": "after", "message": "must be a message id (an integer from 0)"}])
+    return value
+
+
+# --- the consumers -----------------------------------------------------------------
+
+
+class LongPoll(AsyncHttpConsumer):
+    """One long-poll; a client that hangs up cancels its wait."""
+
+    # No layer channel per request: waits listen through the process's hub.
+    channel_layer_alias = None
+
+    async def __call__(self, scope: http.Scope, receive: http.Receive, send: http.Send) -> None:
+        # The consumer reads no message while ``handle`` runs; ``handle``
+        # reads this one itself, to hear a client hang up mid-wait.
+        self.hangup = receive
+        await super().__call__(scope, receive, send)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' dispatch first closes old connections, on a thread hop of
+        # its own, even inside a test's transaction; the waits' reads close
+        # them themselves (``database_call``), never inside a transaction.
+        await getattr(self, get_handler_name(message))(message)
+
+    async def handle(self, body: bytes) -> None:
+        waiting = asyncio.ensure_future(self.outcome())
+        hangup = asyncio.ensure_future(self.disconnected())
+        try:
+            await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Also when this consumer itself is cancelled (an in-process caller gave up): leave no task behind.
+            hangup.cancel()
+            answered = waiting.done()
+            waiting.cancel()
+        if answered:
+            await http.respond(self.send, *waiting.result())
+
+    async def outcome(self) -> tuple[int, dict[str, Any], dict[str, str]]:
+        try:
+            return 200, await self.wait(), {}
+        except refusals.REFUSED as exc:
+            refusal = refusals.refusal(exc)
+            return refusal.status, refusal.body, refusal.headers
+
+    async def disconnected(self) -> None:
+        while (await self.hangup())["type"] != "http.disconnect":
+            pass
+
+    async def wait(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def authorization(self) -> str | None:
+        for name, value in self.scope["headers"]:
+            if name == b"authorization":
+                header: str = value.decode("latin-1")
+                return header
+        return None
+
+    @property
+    def address(self) -> str | None:
+        client = self.scope.get("client")
+        return str(client[0]) if client else None
+
+    def param(self, name: str) -> str | None:
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        values: list[str | None] = query.get(name) or [None]
+        return values[-1]
+
+    def path_param(self, name: str) -> str:
+        value: str = self.scope["url_route"]["kwargs"][name]
+        return value
+
+
+class PromptWait(LongPoll):
+    """``GET /api/v1/prompts/{id}?wait=N``."""
+
+    async def wait(self) -> dict[str, Any]:
+        wait = parse_wait(self.param("wait"))
+        return await wait_for_result(self.authorization, self.path_param("prompt_id"), wait, self.address)
+
+
+class MessagesWait(LongPoll):
+    """``GET /api/v1/sessions/{key}/messages?after=ID&wait=N``."""
+
+    async def wait(self) -> dict[str, Any]:
+        after, wait = parse_after(self.param("after")), parse_wait(self.param("wait"))
+        return await wait_for_messages(self.authorization, self.path_param("key"), after, wait, self.address)

@@ -1,1 +1,0 @@
-"""Chat surfaces: prompts sent to Telegram, Slack and Discord, answered there."""

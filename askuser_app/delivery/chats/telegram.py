@@ -1,0 +1,321 @@
+"""Telegram, through python-telegram-bot's ``Bot`` (its HTTP client and types, none of its framework).
+
+Outbound: one plain-text message per prompt (no parse mode, so nothing the
+agent wrote is read as markup), an inline keyboard whose ``callback_data`` is
+the ``base.Action`` of each button, and on resolution ``editMessageText``
+with the keyboard removed. Inbound: ``POST /chat/telegram/webhook``, checked
+against ``X-Telegram-Bot-Api-Secret-Token`` before its body is read, or
+``manage.py chat_poll telegram`` long-polling ``getUpdates`` where the server
+has no public URL. Both hand each update to ``handle``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable
+from datetime import timedelta
+from typing import Any, ClassVar, TypeVar
+
+import telegram
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import URLPattern, path
+from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
+from telegram import error as tg_error
+from telegram.constants import ChatType
+from telegram.request import HTTPXRequest
+
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.chats.base import Card, Closed, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.runtime.asyncdb import database_call
+
+log = logging.getLogger("askuser")
+
+T = TypeVar("T")
+
+MAX_TEXT = 4096  # a Telegram message's characters
+MAX_NOTICE = 200  # answerCallbackQuery's text
+MAX_UPDATE = 256 * 1024  # an update is a few KiB; anything far larger is not one
+POLL_SECONDS = 25
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _seconds(value: int | float | timedelta) -> float:
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+async def _call(call: Awaitable[T]) -> T:
+    """One Bot API call, its failure as the outbox understands it."""
+    try:
+        return await call
+    except tg_error.RetryAfter as slow:
+        raise Temporary(f"Telegram asks to wait: {slow}", retry_after=_seconds(slow.retry_after)) from slow
+    except tg_error.BadRequest as refused:  # before NetworkError, which it extends
+        raise Permanent(f"Telegram refused the request: {refused}") from refused
+    except tg_error.NetworkError as failed:  # timeouts, 5xx, connection errors
+        raise Temporary(f"Telegram could not be reached: {failed}") from failed
+    except tg_error.TelegramError as refused:  # blocked bot, bad token, moved chat
+        raise Permanent(f"{type(refused).__name__}: {refused}") from refused
+
+
+def message_text(card: Card) -> str:
+    link = _("Open in askuser: %(url)s") % {"url": card.url}
+    how = "" if card.by_buttons else "\n" + _("Reply here to answer.")
+    return _clip(f"{card.header}\n\n{card.text}{how}\n\n{link}", MAX_TEXT)
+
+
+def closed_text(closed: Closed) -> str:
+    link = _("Open in askuser: %(url)s") % {"url": closed.url}
+    return _clip(f"{closed.header}\n\n{closed.text}\n\n{closed.outcome}\n{link}", MAX_TEXT)
+
+
+def keyboard(card: Card) -> telegram.InlineKeyboardMarkup:
+    """One row per option (labels may be long), then Other… and Skip side by side."""
+    buttons = [telegram.InlineKeyboardButton(b.label, callback_data=b.data) for b in card.buttons]
+    rows = [[b] for b in buttons[:-2]] + [buttons[-2:]] if card.by_buttons else [buttons]
+    return telegram.InlineKeyboardMarkup(rows)
+
+
+def _chat(chat_id: str | int) -> int | str:
+    text = str(chat_id)
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _handle(user: telegram.User) -> str:
+    return f"@{user.username}" if user.username else user.full_name
+
+
+class TelegramAdapter:
+    name: ClassVar[str] = "telegram"
+    label: ClassVar[str] = "Telegram"
+
+    _usernames: ClassVar[dict[tuple[str, str], str]] = {}
+
+    def configured(self) -> bool:
+        return bool(settings.TELEGRAM_BOT_TOKEN)
+
+    @contextlib.asynccontextmanager
+    async def bot(self, *, polling: bool = False) -> AsyncIterator[telegram.Bot]:
+        """A Bot on the configured API, its HTTP clients closed afterwards (a second one,
+        with a longer read timeout, for ``getUpdates`` when ``polling``)."""
+        requests = HTTPXRequest(connection_pool_size=4, read_timeout=20.0)
+        updates = HTTPXRequest(connection_pool_size=1, read_timeout=POLL_SECONDS + 10.0) if polling else requests
+        bot = telegram.Bot(
+            settings.TELEGRAM_BOT_TOKEN,
+            base_url=f"{settings.TELEGRAM_API_URL}/bot",
+            request=requests,
+            get_updates_request=updates,
+        )
+        try:
+            yield bot
+        finally:
+            await requests.shutdown()
+            await updates.shutdown()  # the same client again unless polling: a no-op
+
+    # --- outbound ---------------------------------------------------------------------
+
+    async def send(self, chat_id: str, card: Card) -> Ref:
+        async with self.bot() as bot:
+            sent = await _call(
+                bot.send_message(
+                    chat_id=_chat(chat_id),
+                    text=message_text(card),
+                    reply_markup=keyboard(card),
+                    link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
+                )
+            )
+        return {"chat_id": sent.chat_id, "message_id": sent.message_id}
+
+    async def edit(self, ref: Ref, closed: Closed) -> None:
+        # Without reply_markup, editMessageText removes the inline keyboard.
+        async with self.bot() as bot:
+            try:
+                await _call(
+                    bot.edit_message_text(
+                        text=closed_text(closed),
+                        chat_id=ref["chat_id"],
+                        message_id=ref["message_id"],
+                        link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
+                    )
+                )
+            except Permanent as refused:
+                if "message is not modified" not in str(refused).lower():  # edited already: done
+                    raise
+
+    def how_to_link(self, code: str) -> str:
+        username = self._username()
+        if username:
+            return _("Open t.me/%(bot)s?start=%(code)s, or send /start %(code)s to the bot.") % {
+                "bot": username,
+                "code": code,
+            }
+        return _("Send /start %(code)s to the bot.") % {"code": code}
+
+    def _username(self) -> str:
+        """The bot's @name (getMe), asked once per token; empty when Telegram cannot say."""
+        key = (settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_API_URL)
+        if key not in self._usernames:
+            try:
+                me = async_to_sync(self._get_me)()
+            except (tg_error.TelegramError, TimeoutError) as failed:
+                log.warning("Telegram getMe failed: %s", failed)
+                return ""
+            self._usernames[key] = me.username or ""
+        return self._usernames[key]
+
+    async def _get_me(self) -> telegram.User:
+        async with self.bot() as bot:
+            return await asyncio.wait_for(bot.get_me(), 10)
+
+    def urlpatterns(self) -> list[URLPattern]:
+        return [path("webhook", webhook, name="telegram_webhook")]
+
+    # --- inbound ----------------------------------------------------------------------
+
+    async def handle(self, bot: telegram.Bot, update: telegram.Update) -> None:
+        """One update, once: a button tap, or a message in the private chat (or a reply to a prompt)."""
+        if await database_call(core.seen)(self.name, str(update.update_id)):
+            return
+        if update.callback_query is not None:
+            await self._tap(bot, update.callback_query)
+        elif update.message is not None and update.message.text is not None and update.message.from_user:
+            await self._message(bot, update.message, update.message.from_user)
+        else:
+            log.info("Ignored a Telegram update of a kind askuser does not read (%s).", update.update_id)
+
+    async def _tap(self, bot: telegram.Bot, query: telegram.CallbackQuery) -> None:
+        chat = query.message.chat.id if query.message is not None else ""
+        sender = Sender(self.name, str(query.from_user.id), chat_id=str(chat), handle=_handle(query.from_user))
+        reply = await database_call(core.tap)(sender, query.data or "")
+        await _quietly(bot.answer_callback_query(query.id, text=_clip(reply.text, MAX_NOTICE)))
+        if reply.ask_own_words is not None and reply.prompt_id is not None and chat:
+            placeholder = _clip(_("Your answer to %(header)s") % {"header": reply.ask_own_words.header}, 64)
+            asked = await _quietly(
+                bot.send_message(
+                    chat_id=chat,
+                    text=reply.text,
+                    reply_markup=telegram.ForceReply(input_field_placeholder=placeholder),
+                )
+            )
+            if asked is not None:
+                await database_call(core.remember)(sender, reply.prompt_id, ask_message_id=asked.message_id)
+
+    async def _message(self, bot: telegram.Bot, message: telegram.Message, user: telegram.User) -> None:
+        sender = Sender(self.name, str(user.id), chat_id=str(message.chat.id), handle=_handle(user))
+        reply = await database_call(self._read)(sender, message)
+        if reply is not None:
+            await _quietly(bot.send_message(chat_id=message.chat.id, text=_clip(reply.text, MAX_TEXT)))
+
+    def _read(self, sender: Sender, message: telegram.Message) -> Reply | None:
+        """What a message says: a command, an own answer after Other…, or a reply; None to stay silent."""
+        text = message.text or ""
+        command, _space, rest = text.strip().partition(" ")
+        command = command.split("@")[0].lower()
+        if command == "/start":
+            if rest.strip():
+                return core.link(sender, rest)
+            return Reply(_("Send /start followed by the link code askuser shows you under Chat apps."))
+        if command == "/stop":
+            return core.unlink(sender)
+        private = message.chat.type == ChatType.PRIVATE
+        replied = message.reply_to_message
+        if replied is not None:
+            asked = core.prompt_of(self.name, chat_id=message.chat.id, ask_message_id=replied.message_id)
+            if asked is not None:
+                return core.own_words(sender, asked, text)
+            prompt_id = core.prompt_of(self.name, chat_id=message.chat.id, message_id=replied.message_id)
+            if prompt_id is not None or private:
+                return core.reply(sender, text, prompt_id=prompt_id)
+            return None
+        if not private:
+            return None  # a group's chatter is nobody's answer
+        if command.startswith("/"):
+            return Reply(_("Reply to a question with your answer; /stop unlinks this chat."))
+        return core.reply(sender, text)
+
+    async def poll(self) -> None:
+        """Long-poll getUpdates until cancelled (``manage.py chat_poll telegram``)."""
+        offset: int | None = None
+        pause = 1.0
+        async with self.bot(polling=True) as bot:
+            while True:
+                try:
+                    updates = await bot.get_updates(
+                        offset=offset, timeout=POLL_SECONDS, allowed_updates=["message", "callback_query"]
+                    )
+                except tg_error.Conflict as conflict:
+                    raise RuntimeError(
+                        f"Telegram refuses getUpdates while a webhook is set ({conflict}); "
+                        "remove it with deleteWebhook, or serve POST /chat/telegram/webhook instead."
+                    ) from conflict
+                except tg_error.NetworkError as failed:
+                    log.warning("Telegram getUpdates failed (%s); trying again in %.0f s.", failed, pause)
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 60.0)
+                    continue
+                pause = 1.0
+                for update in updates:
+                    offset = update.update_id + 1
+                    try:
+                        await self.handle(bot, update)
+                    except Exception:
+                        log.exception("Handling Telegram update %s failed.", update.update_id)
+
+
+async def _quietly(call: Awaitable[T]) -> T | None:
+    """A reply to the person: its failure is logged, the answer already stands."""
+    try:
+        return await call
+    except tg_error.TelegramError as failed:
+        log.warning("A Telegram reply could not be sent: %s", failed)
+        return None
+
+
+adapter = TelegramAdapter()
+
+
+@csrf_exempt
+async def webhook(request: HttpRequest) -> HttpResponse:
+    """``POST /chat/telegram/webhook``: the secret header first, then the body, then the update."""
+    if request.method != "POST":
+        return JsonResponse({"error": "method_not_allowed"}, status=405, headers={"Allow": "POST"})
+    secret = settings.TELEGRAM_WEBHOOK_SECRET
+    given = request.headers.get(SECRET_HEADER, "")
+    if not secret or not hmac.compare_digest(given.encode(), secret.encode()):
+        log.warning("Refused a Telegram webhook request without the right secret token.")
+        return JsonResponse({"error": "unauthorized", "detail": f"{SECRET_HEADER} is missing or wrong."}, status=401)
+    length = request.headers.get("Content-Length", "")
+    if (length.isdigit() and int(length) > MAX_UPDATE) or len(request.body) > MAX_UPDATE:
+        return JsonResponse({"error": "body_too_large", "detail": "This is larger than any update."}, status=413)
+    data = _parsed(request.body)
+    if data is None:
+        log.warning("Refused a malformed Telegram update.")
+        return JsonResponse({"error": "bad_request", "detail": "The body is not a Telegram update."}, status=400)
+    async with adapter.bot() as bot:
+        try:
+            update = telegram.Update.de_json(data, bot)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            log.warning("Refused a Telegram update that does not read as one.")
+            return JsonResponse({"error": "bad_request", "detail": "The body is not a Telegram update."}, status=400)
+        await adapter.handle(bot, update)
+    return HttpResponse(status=200)
+
+
+def _parsed(body: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
+        return None
+    return data

@@ -1,0 +1,65 @@
+"""The ``Notifier`` for mail: whom a prompt is mailed to, and sending it (the mail itself is ``mails``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, ClassVar
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.urls import URLPattern, path
+
+from askuser_app.delivery.chats.base import Card, Closed, Recipient, Ref
+from askuser_app.delivery.notifiers.email import views as emailviews
+from askuser_app.delivery.notifiers.email.mails import compose, deliver
+from askuser_app.domain import prefs
+from askuser_app.models import Preferences
+from askuser_app.runtime.asyncdb import database_call
+
+if TYPE_CHECKING:
+    from askuser_app.models import Prompt
+
+
+class Email:
+    """The ``Notifier`` for mail; on wherever Django can send mail (always: files by default)."""
+
+    name: ClassVar[str] = "email"
+    label: ClassVar[str] = "Email"
+
+    def configured(self) -> bool:
+        return bool(settings.EMAIL_BACKEND)
+
+    def recipients(self, prompt: Prompt) -> list[Recipient]:
+        # One light query on the create path: the owner's address and choice, no model built for them.
+        owner_id = prompt.session.owner_id
+        found = (
+            get_user_model()
+            .objects.filter(pk=owner_id, is_active=True)
+            .values_list("email", "preferences__email_after")
+            .order_by()[:1]
+        )
+        for address, chosen in found:
+            if address:
+                owner = get_user_model()(pk=owner_id, email=address)
+                after = prefs.email_after(owner, Preferences(user_id=owner_id, email_after=chosen))
+                return [] if after is None else [Recipient(address, after)]
+        return []
+
+    async def send(self, chat_id: str, card: Card) -> Ref:
+        mail = await database_call(compose)(card.prompt_id, chat_id)
+        if mail is None:
+            return {"not_sent": "no longer waiting for this address"}
+        await asyncio.to_thread(deliver, mail)
+        return {"message_id": mail.message_id}
+
+    async def edit(self, ref: Ref, closed: Closed) -> None:
+        """A sent mail cannot change; its links now say how the prompt was resolved."""
+
+    def how_to_link(self, code: str) -> str:
+        return ""
+
+    def urlpatterns(self) -> list[URLPattern]:
+        return [path("<str:token>/", emailviews.email_page, name="email")]
+
+
+adapter = Email()

@@ -1,0 +1,214 @@
+"""The pages a mail links to, and the email half of the settings page.
+
+``/chat/email/<token>/``: the signed link of a mail (``mails.py`` beside this one)
+is the credential, so no login is needed, and a GET only shows: the question, the
+option the link names with one button to confirm it, More time, and a link to the
+prompt in the Control UI. Link scanners that fetch every URL in a mail change
+nothing. The confirming POST carries the page's CSRF token. A link is good once:
+the answer resolves the prompt, and every link of a resolved prompt only says how
+it was resolved. Nothing here redirects, so no link can send a person elsewhere.
+
+``/settings/email/``: the person's choice of when to be emailed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_http_methods, require_POST
+
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.notifiers.email import mails as mail
+from askuser_app.domain import prefs, services
+from askuser_app.models import Prompt
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from askuser_app.runtime.http import LoggedInRequest
+
+PRIVATE_HEADERS = {
+    # The URL is a credential: never cached, never indexed, never sent to another site as a
+    # Referer. (Not "no-referrer": a form's POST would then say "Origin: null", which CSRF refuses.)
+    "Cache-Control": "no-store, private",
+    "Referrer-Policy": "same-origin",
+    "X-Robots-Tag": "noindex, nofollow",
+}
+
+
+def _page(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    response = render(request, "askuser/email/page.html", context, status=status)
+    for name, value in PRIVATE_HEADERS.items():
+        response[name] = value
+    return response
+
+
+def _refused(request: HttpRequest, status: int, message: str) -> HttpResponse:
+    return _page(request, {"refused": message}, status)
+
+
+def _linked(link: mail.Link) -> tuple[Prompt, User]:
+    """The prompt and its owner the link is good for; ``BadLink`` when it is good for nothing."""
+    prompt = Prompt.objects.select_related("agent", "session").filter(pk=link.prompt_id).first()
+    owner = get_user_model().objects.select_related("preferences").filter(pk=link.user_id).first()
+    if prompt is None or owner is None:
+        raise mail.BadLink(404, _("This question is no longer available."))
+    stranger = prompt.session.owner_id != owner.pk or not owner.is_active
+    if stranger or mail.address_digest(owner.email) != link.address:
+        raise mail.BadLink(403, _("This link is not valid for this question. Use the link in your latest mail."))
+    return prompt, owner
+
+
+@require_http_methods(["GET", "POST"])
+def email_page(request: HttpRequest, token: str) -> HttpResponse:
+    """GET shows; POST ``action=answer`` confirms the link's option, ``action=more_time`` extends."""
+    try:
+        link = mail.read_token(token)
+        prompt, owner = _linked(link)
+    except mail.BadLink as bad:
+        return _refused(request, bad.status, bad.message)
+    with translation.override(mail.owner_language(mail.preferences_of(owner))):
+        return _respond(request, link, prompt, owner)
+
+
+def _respond(request: HttpRequest, link: mail.Link, prompt: Prompt, owner: User) -> HttpResponse:
+    if prompt.is_overdue():
+        services.result_expiring_if_overdue(prompt)
+        prompt.refresh_from_db()
+    choice = _choice(prompt, link)
+    if link.option is not None and choice is None:
+        return _refused(request, 400, _("This link is not valid. Use the link in the mail exactly as it was sent."))
+    if request.method != "POST":
+        return _show(request, prompt, owner, choice)
+    action = request.POST.get("action", "")
+    if action == "answer" and choice is not None:
+        key, label = choice
+        try:
+            prompt = services.answer(prompt, {key: [label]}, by=owner, surface="email")
+        except services.AlreadyResolved as lost:
+            return _show(request, lost.prompt, owner, choice, status=409)
+        except services.InvalidAnswer as refused:
+            return _show(request, prompt, owner, choice, notice=refused.for_person, status=422)
+        return _show(request, prompt, owner, choice)
+    if action == "more_time":
+        try:
+            extended = services.extend(prompt, by=owner, surface="email")
+        except services.AlreadyResolved as lost:
+            return _show(request, lost.prompt, owner, choice, status=409)
+        except (services.Refused, services.Conflict) as refused:
+            prompt.refresh_from_db()
+            return _show(request, prompt, owner, choice, notice=refused.for_person, status=409)
+        minutes = round((extended.prompt.expires_at - extended.previous).total_seconds() / 60)
+        added = ngettext("%(minutes)s more minute.", "%(minutes)s more minutes.", minutes) % {"minutes": minutes}
+        return _show(request, extended.prompt, owner, choice, notice=added)
+    return _show(request, prompt, owner, choice, notice=_("Choose one of the buttons below."), status=400)
+
+
+def _choice(prompt: Prompt, link: mail.Link) -> tuple[str, str] | None:
+    """The question key and option label the link names, for a prompt answered by one tap."""
+    if link.option is None:
+        return None
+    questions = services.questions_of(prompt)
+    if len(questions) != 1 or questions[0].multi_select:
+        return None
+    options = list(questions[0].options.all())
+    if not 0 <= link.option < len(options):
+        return None
+    return questions[0].key, options[link.option].label
+
+
+def _show(
+    request: HttpRequest,
+    prompt: Prompt,
+    owner: User,
+    choice: tuple[str, str] | None,
+    *,
+    notice: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    context: dict[str, Any] = {
+        "prompt": prompt,
+        "owner": owner,
+        "choice": choice[1] if choice else "",
+        "notice": notice,
+    }
+    context["prompt_url"] = core.prompt_url(prompt.pk)
+    if prompt.is_pending:
+        now = timezone.now()
+        context |= mail.mail_context(prompt, owner, now)
+        context["can_extend"] = services.can_extend(prompt, now)
+    else:
+        context["outcome"] = core.outcome(prompt)
+    return _page(request, context, status)
+
+
+# --- the settings page's email section ---------------------------------------------------------
+
+
+@dataclass
+class EmailSettings:
+    """What ``templates/askuser/settings/email.html`` shows."""
+
+    address: str
+    smtp: bool
+    chosen: int  # seconds; 0 is off
+    choices: list[tuple[int, str]] = field(default_factory=list)
+    error: str = ""
+    saved: bool = False
+
+
+def choice_label(seconds: int) -> str:
+    if not seconds:
+        return _("Off")
+    minutes = seconds // 60
+    return ngettext("After %(minutes)s minute", "After %(minutes)s minutes", minutes) % {"minutes": minutes}
+
+
+def email_settings(user: User, *, error: str = "", saved: bool = False, chosen: int | None = None) -> EmailSettings:
+    preferences = prefs.of(user)
+    after = prefs.email_after(user, preferences)
+    if chosen is None:
+        # What applies now; without an address that is off, whatever was stored.
+        chosen = int(after.total_seconds()) if after is not None else (preferences.email_after or 0)
+    return EmailSettings(
+        address=user.email,
+        smtp=settings.ASKUSER_EMAIL_SMTP,
+        chosen=chosen,
+        choices=[(seconds, choice_label(seconds)) for seconds in prefs.EMAIL_CHOICES],
+        error=error,
+        saved=saved,
+    )
+
+
+@login_required
+@require_POST
+def settings_email(request: LoggedInRequest) -> HttpResponse:
+    """Save when to be emailed: one of ``prefs.EMAIL_CHOICES`` (0 is off)."""
+    given = request.POST.get("email_after", "")
+    seconds = int(given) if given.isascii() and given.isdigit() else -1
+    if seconds not in prefs.EMAIL_CHOICES:
+        error = _("Choose Off or one of the delays listed.")
+        state = email_settings(request.user, error=error)
+        return _settings_response(request, state, status=422)
+    prefs.choose_email_after(request.user, seconds)
+    if not request.htmx:
+        messages.success(request, _("Email settings saved."))
+        return redirect("settings")
+    return _settings_response(request, email_settings(request.user, saved=True))
+
+
+def _settings_response(request: LoggedInRequest, state: EmailSettings, status: int = 200) -> HttpResponse:
+    if request.htmx:
+        return render(request, "askuser/settings/email.html", {"email": state}, status=status)
+    context = {"preferences": prefs.of(request.user), "email": state}
+    return render(request, "askuser/settings.html", context, status=status)

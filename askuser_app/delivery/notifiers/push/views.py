@@ -1,0 +1,139 @@
+"""``/sw.js`` and ``/settings/push/…``: the service worker, and this person's devices for Web Push.
+
+The browser's side (``static/askuser/push.js``) posts JSON with the CSRF token
+in a header; the list's Remove and the test button are plain forms, which
+htmx upgrades to swap the settings partial in place.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.staticfiles import finders
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from askuser_app.delivery.notifiers.push import adapter as push
+from askuser_app.models import PushSubscription
+
+if TYPE_CHECKING:
+    from askuser_app.runtime.http import LoggedInRequest
+
+MAX_SUBSCRIPTION = 8 * 1024  # an endpoint of at most 2 KiB and two short keys
+
+
+def context(request: LoggedInRequest, tried: list[push.Tried] | None = None) -> dict[str, Any]:
+    """What ``askuser/settings/push.html`` shows: whether push is on here, the devices, a test's results."""
+    on = push.adapter.configured()
+    devices = list(PushSubscription.objects.filter(user=request.user)) if on else []
+    return {"push": {"on": on, "public_key": push.public_key() if on else "", "devices": devices, "tried": tried}}
+
+
+def _partial(request: LoggedInRequest, tried: list[push.Tried] | None = None) -> HttpResponse:
+    return HttpResponse(render_to_string("askuser/settings/push.html", context(request, tried), request=request))
+
+
+def _refused(message: str, status: int = 400) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+def _json(request: HttpRequest) -> Any:
+    """The request's JSON body, or None for anything else."""
+    if request.content_type != "application/json" or len(request.body) > MAX_SUBSCRIPTION:
+        return None
+    try:
+        return json.loads(request.body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+@require_GET
+@never_cache
+def service_worker(request: HttpRequest) -> HttpResponse:
+    """The service worker from the site's root, so its scope may be the whole Control UI."""
+    found = finders.find("askuser/sw.js")
+    if not isinstance(found, str):
+        raise Http404
+    with open(found, encoding="utf-8") as script:
+        response = HttpResponse(script.read(), content_type="text/javascript; charset=utf-8")
+    response["Service-Worker-Allowed"] = "/"
+    return response
+
+
+@login_required
+@require_GET
+def key(request: LoggedInRequest) -> JsonResponse:
+    """The VAPID public key a browser subscribes with (for pages other than the settings page)."""
+    if not push.adapter.configured():
+        return _refused(_("Web Push is turned off on this server."), status=404)
+    return JsonResponse({"public_key": push.public_key()})
+
+
+@login_required
+@require_POST
+def subscribe(request: LoggedInRequest) -> JsonResponse:
+    """POST ``PushSubscription.toJSON()``: this browser now gets the person's notifications."""
+    if not push.adapter.configured():
+        return _refused(_("Web Push is turned off on this server."), status=404)
+    data = _json(request)
+    if data is None:
+        return _refused(_("Send the browser's subscription as JSON."))
+    try:
+        subscription = push.Subscription.of(data)
+    except push.Invalid as refused:
+        return _refused(str(refused))
+    saved = push.subscribe(request.user, subscription, request.headers.get("User-Agent", ""))
+    return JsonResponse({"id": saved.pk, "device": saved.device}, status=201)
+
+
+@login_required
+@require_POST
+def unsubscribe(request: LoggedInRequest) -> HttpResponse:
+    """POST ``{"endpoint": …}``: this browser no longer gets notifications."""
+    data = _json(request)
+    endpoint = data.get("endpoint") if isinstance(data, dict) else None
+    if not isinstance(endpoint, str) or not endpoint:
+        return _refused(_("Send the subscription's endpoint as JSON."))
+    if not push.unsubscribe(request.user, endpoint):
+        return _refused(_("This browser has no subscription of yours."), status=404)
+    return HttpResponse(status=204)
+
+
+@login_required
+@require_POST
+def remove(request: LoggedInRequest) -> HttpResponse:
+    """The devices list's Remove: that device gets no more notifications."""
+    device = request.POST.get("device", "")
+    removed = push.remove(request.user, int(device)) if device.isdigit() and len(device) < 19 else None
+    if removed is None:
+        raise Http404
+    if request.htmx:
+        return _partial(request)
+    messages.info(request, _("%(device)s gets no more notifications.") % {"device": removed.device or removed.pk})
+    return redirect("settings")
+
+
+@login_required
+@require_POST
+def test(request: LoggedInRequest) -> HttpResponse:
+    """ "Send me a test notification": to every device of the person, now; the page says which got it."""
+    if not push.adapter.configured():
+        return _refused(_("Web Push is turned off on this server."), status=404)
+    tried = push.send_test(request.user)
+    if request.htmx:
+        return _partial(request, tried)
+    if not tried:
+        messages.info(request, _("No device gets notifications yet."))
+    for one in tried:
+        if one.ok:
+            messages.info(request, _("Sent to %(device)s.") % {"device": one.device})
+        else:
+            messages.error(request, _("Not sent to %(device)s: %(error)s") % {"device": one.device, "error": one.error})
+    return redirect("settings")

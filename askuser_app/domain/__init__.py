@@ -1,0 +1,12 @@
+"""What askuser is, whoever asks and wherever the answer comes from.
+
+The agent contract (``contract``: the tool schema, validation and the result
+shape), the only code that changes a prompt's state (``services``), the words
+for outcomes and surfaces (``wording``), plain-text replies (``textreply``),
+agent tokens (``agentauth``), a person's preferences (``prefs``) and the
+signals through which the rest of the app hears of a change.
+
+May import: ``askuser_app.models`` and Django. Imports no other package of the
+app: the parts that act on a change (delivery, the live pages, the waits)
+listen to ``signals`` instead of being called from here.
+"""

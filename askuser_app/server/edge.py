@@ -1,0 +1,151 @@
+"""The front door of every HTTP request, and the one place an agent-facing
+refusal becomes a response.
+
+``refusal(exc)`` turns any error an agent can meet (a bad token, a broken
+rule, a domain error, a body too large, too many waits, a bad host) into its
+status, JSON body and headers; the ninja handlers (``api``), the long-polls
+(``longpoll``) and ``/mcp`` (``mcp_server``) all answer with it, so the same
+refusal reads the same on every route.
+
+``FrontDoor`` wraps the HTTP router: it checks the host as Django does, bounds
+the body, and starts the process's background loops.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+
+from askuser_app.agents.refusals import Rejected, refuse
+from askuser_app.delivery import outbox as chat_outbox
+from askuser_app.delivery import webhooks
+from askuser_app.runtime.http import App, Receive, Scope, Send, header, respond
+from askuser_app.runtime.realtime import hub
+from askuser_app.server import expiry
+
+# --- the front door ------------------------------------------------------------------------
+
+
+class FrontDoor:
+    """Every HTTP request passes here first: the host check, the body bound, the loops."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Daphne does not speak lifespan: the first request starts the loops.
+        expiry.ensure_running()
+        webhooks.ensure_running()
+        chat_outbox.ensure_running()
+        if not host_allowed(scope):
+            return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."))
+        bounded = await bounded_body(scope, receive, send)
+        if bounded is not None:
+            await self.app(scope, bounded, send)
+
+
+def host_allowed(scope: Scope) -> bool:
+    """Django's own host check (``HttpRequest.get_host``), before any route runs."""
+    host = header(scope, b"x-forwarded-host") if settings.USE_X_FORWARDED_HOST else None
+    host = host or header(scope, b"host")
+    if host is None and scope.get("server"):
+        host = str(scope["server"][0])
+    domain, _ = split_domain_port(host or "")
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    return bool(domain) and validate_host(domain, allowed)
+
+
+async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | None:
+    """``receive`` for a body within ASKUSER_MAX_BODY, or None once 413 is sent.
+
+    A declared length is checked before anything is read; a chunked body is
+    read here up to the limit and handed on, so nothing larger is ever
+    buffered or spooled to disk."""
+    limit = settings.ASKUSER_MAX_BODY
+    too_large = Rejected(413, "body_too_large", f"The request body is over {limit // 1024} KiB; send less.")
+    length = header(scope, b"content-length")
+    if length is not None:
+        if not length.isdigit() or int(length) > limit:
+            await refuse(send, too_large)
+            return None
+        return receive
+    if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        return receive
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return receive if message["type"] == "http.disconnect" else None
+        size += len(message.get("body", b""))
+        if size > limit:
+            await refuse(send, too_large)
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+    async def replayed() -> dict[str, Any]:
+        return replay.pop() if replay else await receive()
+
+    return replayed
+
+
+class ByMethod:
+    """``methods`` for their HTTP methods, ``otherwise`` for the rest of a path's."""
+
+    def __init__(self, methods: dict[str, App], otherwise: App) -> None:
+        self.methods, self.otherwise = methods, otherwise
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.methods.get(scope["method"], self.otherwise)(scope, receive, send)
+
+
+# --- the process ---------------------------------------------------------------------------
+
+
+def from_loopback(scope: Scope) -> bool:
+    """Asked on this machine, not relayed by a proxy for someone else."""
+    client = scope.get("client")
+    if not client or header(scope, b"x-forwarded-for") or header(scope, b"forwarded"):
+        return False
+    try:
+        return ipaddress.ip_address(client[0]).is_loopback
+    except ValueError:
+        return False
+
+
+async def health(scope: Scope, receive: Receive, send: Send) -> None:
+    """Liveness for load balancers; what this process holds only for its own machine."""
+    body: dict[str, Any] = {"status": "ok"}
+    if from_loopback(scope):
+        body |= {"pid": os.getpid(), "waiting": hub().waiting, "threads": threading.active_count()}
+    await respond(send, 200, body)
+
+
+async def lifespan(scope: Scope, receive: Receive, send: Send) -> None:
+    """Servers that speak the lifespan protocol start the loops at start-up."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            expiry.ensure_running()
+            webhooks.ensure_running()
+            chat_outbox.ensure_running()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
+    """``/mcp``, built on first use: the MCP SDK is imported only by processes that serve it."""
+    from askuser_app.agents.mcp_server import endpoint
+
+    await endpoint()(scope, receive, send)

@@ -1,0 +1,201 @@
+"""The human's Control UI: sessions, the chat timeline, the docked panel, the composer.
+
+Each view serves the full page, or, for HTMX requests, the partials that
+changed; forms post without JavaScript too (then the view redirects back).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from askuser_app.delivery.notifiers.push import views as pushviews
+from askuser_app.domain import contract, prefs, services
+from askuser_app.models import Prompt, Session
+from askuser_app.runtime import i18n
+from askuser_app.runtime.http import LoggedInRequest
+from askuser_app.web import ui
+
+if TYPE_CHECKING:
+    pass
+
+
+def own_session(request: HttpRequest, key: str) -> Session:
+    if not contract.is_session_key(key):  # PostgreSQL would refuse to even look (a NUL byte)
+        raise Http404
+    return get_object_or_404(Session.objects.select_related("agent"), owner=request.user, key=key)
+
+
+def own_prompt(request: HttpRequest, key: str, prompt_id: str) -> Prompt:
+    """The prompt ``prompt_id`` of the user's session ``key``, with its session, in one query
+    (the session's agent is read only if a panel shows a prompt again)."""
+    if not contract.is_session_key(key):
+        raise Http404
+    owned = Prompt.objects.select_related("session")
+    return get_object_or_404(owned, pk=prompt_id, session__owner=request.user, session__key=key)
+
+
+@login_required
+def sessions_list(request: LoggedInRequest) -> HttpResponse:
+    everything = request.GET.get("all") == "1"
+    cursor = ui.timeline_cursor()  # before reading: the socket sends the list again only if it changed
+    context = {**ui.sessions_context(request.user, everything=everything), "cursor": cursor}
+    return render(request, "askuser/sessions.html", context)
+
+
+@login_required
+def session_page(request: LoggedInRequest, key: str, *, error: str = "", status: int = 200) -> HttpResponse:
+    session = own_session(request, key)
+    cursor = ui.timeline_cursor()  # before reading: the socket catches up on anything after
+    context = {**ui.panel_context(session, request.COOKIES, error=error), "items": ui.timeline(session)}
+    context["cursor"] = cursor
+    return render(request, "askuser/session.html", context, status=status)
+
+
+@login_required
+def prompt_page(request: LoggedInRequest, prompt_id: str) -> HttpResponse:
+    """``/p/<id>/``, the link in chat messages: the prompt in its session's page."""
+    prompt = get_object_or_404(Prompt.objects.select_related("session"), pk=prompt_id, session__owner=request.user)
+    anchor = "prompt-panel" if prompt.is_pending else f"item-prompt-{prompt.pk}"
+    return redirect(reverse("session", args=[prompt.session.key]) + f"#{anchor}")
+
+
+@login_required
+@require_POST
+def answer_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpResponse:
+    """The panel's form: Submit answers every question at once; Skip all skips them."""
+    prompt = own_prompt(request, key, prompt_id)
+    session = prompt.session  # read with the prompt; the announcement after commit names its owner
+    resolved = None
+    notice = error = ""
+    try:
+        if request.POST.get("action") == "skip_all":
+            resolved = services.skip_all(prompt, by=request.user, surface="web")
+        else:
+            answers = ui.answers_from_form(prompt, request.POST)
+            resolved = services.answer(prompt, answers, by=request.user, surface="web")
+    except services.AlreadyResolved as lost:
+        notice = lost.for_person
+    except services.InvalidAnswer as refused:
+        error = refused.for_person
+    if not request.htmx:
+        if error:
+            return session_page(request, key, error=error, status=422)
+        if notice:
+            messages.info(request, notice)
+        return redirect("session", key=key)
+    if error:
+        return HttpResponse(ui.render_notice(error, target="panel-error"), status=422)
+    if resolved is not None:  # this request resolved it: the summary is the prompt in hand
+        return HttpResponse(ui.render_resolved(session, resolved, request.COOKIES) + ui.render_notice(notice))
+    return HttpResponse(ui.render_prompt_change(session, prompt_id, request.COOKIES) + ui.render_notice(notice))
+
+
+@login_required
+@require_POST
+def extend_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpResponse:
+    """More time: the prompt's deadline moves; a refusal is told in the panel and changes nothing."""
+    prompt = own_prompt(request, key, prompt_id)
+    session = prompt.session
+    notice, resolved = "", False
+    try:
+        services.extend(prompt, by=request.user, surface="web")
+    except services.AlreadyResolved as lost:
+        notice, resolved = lost.for_person, True
+    except (services.Refused, services.Conflict) as refused:
+        notice = refused.for_person
+    if not request.htmx:
+        if notice:
+            messages.info(request, notice)
+        return redirect("session", key=key)
+    if resolved:  # the panel closes; the page's notice and the summary say what happened
+        html = ui.render_prompt_change(session, str(prompt_id), request.COOKIES) + ui.render_notice(notice)
+    else:
+        html = ui.render_deadline_change(session, str(prompt_id), request.COOKIES)
+        html += ui.render_notice(notice, target="panel-error")
+    return HttpResponse(html)
+
+
+@login_required
+@require_POST
+def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
+    """The composer: a chat message, read as the reply while a prompt is pending."""
+    session = own_session(request, key)
+    try:
+        posted = services.post_user_message(session, request.user, request.POST.get("text", ""))
+    except services.InvalidMessage as refused:
+        if not request.htmx:
+            messages.error(request, refused.for_person)
+            return redirect("session", key=key)
+        return HttpResponse(ui.render_notice(refused.for_person, target="composer-error"), status=422)
+    if not request.htmx:
+        return redirect("session", key=key)
+    html = ui.render_appended([ui.message_item(m) for m in (posted.message, posted.note) if m is not None])
+    if posted.answered is not None:
+        html += ui.render_resolved(session, posted.answered, request.COOKIES)
+    return HttpResponse(html + ui.render_notice("", target="composer-error"))
+
+
+@login_required
+def settings_page(request: LoggedInRequest) -> HttpResponse:
+    """The person's settings: notifications, email, language, and a link to the chat apps."""
+    preferences = prefs.of(request.user)
+    context = {"preferences": preferences, **pushviews.context(request)}
+    return render(request, "askuser/settings.html", context)
+
+
+@require_POST
+def set_language(request: HttpRequest) -> HttpResponse:
+    """The language switcher (the header's, the settings page's): kept with a logged-in
+    person's preferences, and in the language cookie for pages before the login.
+    "" follows the browser's language again; back to ``next`` when it is this site's."""
+    asked = request.POST.get("language", "")
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
+        target = reverse("sessions")
+    response = redirect(target)
+    language = i18n.supported(asked)
+    if asked and not language:  # not a language of ours: nothing changes
+        return response
+    if request.user.is_authenticated:
+        i18n.choose(request.user, language)
+    if language:
+        response.set_cookie(
+            settings.LANGUAGE_COOKIE_NAME,
+            language,
+            max_age=settings.LANGUAGE_COOKIE_AGE,
+            samesite="Lax",
+            httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+            secure=settings.LANGUAGE_COOKIE_SECURE,
+        )
+    else:
+        response.delete_cookie(settings.LANGUAGE_COOKIE_NAME, samesite="Lax")
+    return response
+
+
+def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:
+    """A login refused by django-axes: too many wrong passwords for this user from this address."""
+    context = {
+        "limit": settings.AXES_FAILURE_LIMIT,
+        "minutes": max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)),
+    }
+    return render(request, "registration/locked_out.html", context, status=429)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404: JSON for the agent API, the Control UI's page for people."""
+    if request.path.startswith("/api/"):
+        body = {
+            "error": "not_found",
+            "detail": f"No API endpoint {request.path}; see /api/v1/docs.",
+        }  # English: the contract
+        return JsonResponse(body, status=404)
+    return render(request, "404.html", status=404)
