@@ -33,11 +33,12 @@ test: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-## lint: ruff (style) and mypy (types, strict on askuser_app)
+## lint: ruff (style), mypy (types, strict on askuser_app) and lint-imports (the packages' import rules)
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## messages: gather new strings into askuser_app/locale/*/LC_MESSAGES/*.po (needs gettext), compile the .mo
 messages: $(VENV)/.dev
