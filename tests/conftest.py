@@ -194,10 +194,13 @@ class AgentClient:
         return {**headers, **(extra or {})}
 
     def post(self, path: str, body: Any = None, *, raw: bytes | None = None, headers=None):
+        """The create goes through the ASGI app, as in production; the rest through Django."""
         data = raw if raw is not None else json.dumps(body if body is not None else {})
-        return self.client.post(
-            f"/api/v1{path}", data=data, content_type="application/json", headers=self.headers(headers)
-        )
+        url = f"/api/v1{path}"
+        if served_in_front_of_django("POST", url):
+            sent = {"Content-Type": "application/json", **self.headers(headers)}
+            return async_to_sync(asgi_post)(url, data, sent)
+        return self.client.post(url, data=data, content_type="application/json", headers=self.headers(headers))
 
     def get(self, path: str, headers=None):
         """Long-polls go through the ASGI app, as in production; the rest through Django."""
@@ -250,6 +253,17 @@ async def asgi_request(method: str, url: str, **kwargs: Any) -> httpx.Response:
 
 async def asgi_get(url: str, headers: dict[str, str]) -> AsgiResponse:
     return AsgiResponse(await asgi_request("GET", url, headers=headers, timeout=70))
+
+
+async def asgi_post(url: str, body: bytes | str, headers: dict[str, str]) -> AsgiResponse:
+    return AsgiResponse(await asgi_request("POST", url, content=body, headers=headers))
+
+
+@pytest.fixture(autouse=True)
+def creates_in_the_tests_transaction(settings):
+    """A create served by the ASGI app runs on the thread the test's database calls share
+    (``ASKUSER_CREATE_THREADS=0``), so that it sees the test's rows and the test sees its own."""
+    settings.ASKUSER_CREATE_THREADS = 0
 
 
 @pytest.fixture

@@ -23,6 +23,11 @@ from .conftest import asgi_get, asgi_request, payload, until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def creates_in_the_tests_transaction():
+    """Not here: these tests are about the threads kept for creates, as a served process has them."""
+
+
 @pytest.fixture
 def seen(monkeypatch):
     """The thread and database connection each create's ``services.ask`` ran on."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import logging
 from http import HTTPStatus
-from typing import Any
+from typing import Any, NoReturn
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from ninja import NinjaAPI, Path
 from ninja.security import HttpBearer
@@ -115,10 +115,7 @@ def idempotency_key(header: str | None) -> str | None:
 
 
 def create(agent: Agent, key_header: str | None, body: bytes | None) -> tuple[dict[str, Any], dict[str, str]]:
-    """A create (SPEC 3.1) as both its routes serve it: the response body and headers.
-
-    ``agentwrites`` serves it in front of Django, the view below where
-    requests reach Django directly (and in the OpenAPI document)."""
+    """A create (SPEC 3.1), as ``agents.create`` serves it: the response body and headers."""
     key = idempotency_key(key_header)
     asked = services.ask(agent, contract.parse_create(parse_json(body)), idempotency_key=key)
     headers = {"Location": f"/api/v1/prompts/{asked.prompt.pk}"}
@@ -155,14 +152,12 @@ KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]*$"
     openapi_extra=body_of(contract.CreatePromptIn),
     summary="Ask the user",
 )
-def create_prompt(request: AgentRequest) -> JsonResponse:
+def create_prompt(request: AgentRequest) -> NoReturn:
     """Store a prompt (SPEC 3.1) for the session's owner to answer. A retry with
     the same ``Idempotency-Key`` returns the same prompt, never a second one."""
-    created, headers = create(request.auth, request.headers.get("Idempotency-Key"), request_body(request))
-    response = JsonResponse(created, status=201, json_dumps_params={"ensure_ascii": False})
-    for name, value in headers.items():
-        response[name] = value
-    return response
+    # The create is served in front of Django (agents/create.py, server/routing.py);
+    # this operation only describes it in the OpenAPI document.
+    raise ImproperlyConfigured("POST /api/v1/prompts is served by askuser_app.agents.create, in front of Django.")
 
 
 @api.post(

@@ -8,12 +8,12 @@ most frequent write, that cost about as much CPU as the create itself
 long-poll is (a Channels ``AsyncHttpConsumer`` would add a channel-layer
 channel and, before every message, a hop to close old connections: 10 % of
 a create's CPU in the profile). Its token check and ``api.create`` run in
-one ``database_sync_to_async`` call on a thread kept for creates
+one call on a thread kept for creates
 (``ASKUSER_CREATE_THREADS``), whose connection is kept too (SQLite's stays
 open, PostgreSQL's goes back to the pool). On SQLite that is one thread, so
 a process's creates queue for the write lock instead of racing for it in
-SQLite's busy handler. ``api.create_prompt`` serves the same ``api.create``
-where a request reaches Django directly, and documents the route.
+SQLite's busy handler. It is the create's one door: ``api.create_prompt``
+only describes the route in the OpenAPI document.
 
 It sits behind the front door (``edge.FrontDoor``: the host check and the
 body bound) like every route, and answers refusals with ``refusals.refusal``. A
@@ -27,13 +27,12 @@ import asyncio
 import logging
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from askuser_app.agents import api, refusals
 from askuser_app.domain import agentauth, contract
 from askuser_app.runtime import http, realtime
-from askuser_app.runtime.asyncdb import KeptThreads
+from askuser_app.runtime.asyncdb import KeptThreads, dropping_old_connections
 
 log = logging.getLogger("askuser")
 
@@ -41,7 +40,7 @@ CREATE_PATH = "/api/v1/prompts"
 Outcome = tuple[int, dict[str, Any], dict[str, str]]
 # Beside http.respond's: what Django's XFrameOptionsMiddleware would add.
 EXTRA_HEADERS = {"X-Frame-Options": "DENY"}
-threads = KeptThreads("ASKUSER_CREATE_THREADS", "create")
+threads = KeptThreads(lambda: settings.ASKUSER_CREATE_THREADS, "create")
 
 
 class CreateRoute:
@@ -71,7 +70,7 @@ async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
     try:
         with realtime.sending_on(asyncio.get_running_loop()):
-            outcome = await database_sync_to_async(create, thread_sensitive=False, executor=threads())(headers, body)
+            outcome = await threads.run(dropping_old_connections(create))(headers, body)
     except Exception:
         log.exception("A create failed")
         outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), {}

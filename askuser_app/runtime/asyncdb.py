@@ -9,17 +9,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import close_old_connections, connection
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def database_call(func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Run ``func`` on the thread-sensitive executor, then drop connections a
-    request would drop (broken or past their age), as Channels'
-    ``database_sync_to_async`` does, but never one inside a transaction."""
+def dropping_old_connections(func: Callable[P, R]) -> Callable[P, R]:
+    """``func``, then drop the connections a request would drop (broken or past their
+    age), as Channels' ``database_sync_to_async`` does, but never one inside a transaction."""
 
     @functools.wraps(func)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -29,7 +27,12 @@ def database_call(func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
             if not connection.in_atomic_block:
                 close_old_connections()
 
-    return sync_to_async(run, thread_sensitive=True)
+    return run
+
+
+def database_call(func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Run ``func`` on the thread-sensitive executor, dropping old connections after it."""
+    return sync_to_async(dropping_old_connections(func), thread_sensitive=True)
 
 
 class KeptThreads:
@@ -37,13 +40,19 @@ class KeptThreads:
 
     A thread kept for a route keeps its database connection too, which is why
     the create and the answer are served on these rather than on a new thread
-    per request."""
+    per request. A size of 0 keeps none: the route's calls then run on the
+    thread the process's other database calls share (``database_call``'s), as
+    the test suite runs them, inside each test's transaction."""
 
-    def __init__(self, size_setting: str, name: str) -> None:
-        self.size_setting, self.name = size_setting, name
+    def __init__(self, size: Callable[[], int], name: str) -> None:
+        self.size, self.name = size, name
         self.pool: ThreadPoolExecutor | None = None
 
-    def __call__(self) -> ThreadPoolExecutor:
+    def run(self, func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+        """``func`` as a coroutine on these threads, or on the shared one when there are none."""
+        size = self.size()
+        if not size:
+            return sync_to_async(func, thread_sensitive=True)
         if self.pool is None:
-            self.pool = ThreadPoolExecutor(getattr(settings, self.size_setting), thread_name_prefix=self.name)
-        return self.pool
+            self.pool = ThreadPoolExecutor(size, thread_name_prefix=self.name)
+        return sync_to_async(func, thread_sensitive=False, executor=self.pool)

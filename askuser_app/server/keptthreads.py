@@ -37,7 +37,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from askuser_app.runtime import asyncdb, http, realtime
 
@@ -45,7 +45,7 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 Response = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
-threads = asyncdb.KeptThreads("ASKUSER_ANSWER_THREADS", "answer")
+threads = asyncdb.KeptThreads(lambda: settings.ASKUSER_ANSWER_THREADS, "answer")
 
 
 class OnKeptThreads:
@@ -61,9 +61,7 @@ class OnKeptThreads:
         # What the answer announces reaches the session's other pages and the
         # agent's wait once the person's own page has its response.
         with realtime.sent_after_response():
-            status, headers, content = await sync_to_async(self.serve, thread_sensitive=False, executor=threads())(
-                environ(scope, body)
-            )
+            status, headers, content = await threads.run(self.serve)(environ(scope, body))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": content})
 
