@@ -108,9 +108,18 @@ def test_a_body_declared_too_large_is_refused_before_it_is_read(db, settings):
 def test_a_chunked_body_past_the_limit_is_refused(db, settings):
     settings.ASKUSER_MAX_BODY = 1000
 
-    status, _ = async_to_sync(call)({}, [b"x" * 600, b"x" * 600, b"x" * 600])
+    status, _ = async_to_sync(call)({"path": "/login/"}, [b"x" * 600, b"x" * 600, b"x" * 600])
 
     assert status == 413
+
+
+def test_an_agents_call_is_capped_at_a_prompts_worth_whatever_the_pages_cap(db, settings):
+    settings.ASKUSER_MAX_BODY = 10 * 1024 * 1024
+    chunks = [b"x" * 16 * 1024] * 5  # 80 KiB, chunked: no declared length
+
+    for path in ("/api/v1/prompts", "/api/v1/sessions/s1/messages", "/mcp"):
+        status, _ = async_to_sync(call)({"path": path}, chunks)
+        assert status == 413, path
 
 
 @pytest.mark.django_db(transaction=True)  # Django's own handler runs: it opens and closes connections
@@ -139,7 +148,9 @@ def test_pages_and_the_api_send_security_headers(client, owner, path):
     response = client.get(path)
 
     assert_secure_headers(response.headers)
-    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+    page = response.headers["Content-Type"].startswith("text/html")
+    # A page may run its own scripts; JSON may load nothing.
+    assert ("script-src 'self'" in response.headers["Content-Security-Policy"]) is page
     assert response.headers["X-Frame-Options"] == "DENY"
 
 

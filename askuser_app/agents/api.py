@@ -93,8 +93,11 @@ def request_body(request: HttpRequest) -> bytes | None:
 
 
 def parse_json(body: bytes | None) -> Any:
-    """The request body's JSON; ``None`` stands for a body too large to read."""
-    if body is None or len(body) > contract.MAX_BODY_BYTES:
+    """The request body's JSON; ``None`` stands for a body too large to read.
+
+    The front door has refused a body over the agent routes' cap (``server.edge.body_limit``)
+    before it was read; Django's own cap (``DATA_UPLOAD_MAX_MEMORY_SIZE``) gives ``None``."""
+    if body is None:
         detail = f"The body is over {contract.MAX_BODY_BYTES // 1024} KiB; send less."
         raise refusals.Rejected(413, "body_too_large", detail)
     if not body.strip():

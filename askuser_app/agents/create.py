@@ -38,8 +38,6 @@ log = logging.getLogger("askuser")
 
 CREATE_PATH = "/api/v1/prompts"
 Outcome = tuple[int, dict[str, Any], dict[str, str]]
-# Beside http.respond's: what Django's XFrameOptionsMiddleware would add.
-EXTRA_HEADERS = {"X-Frame-Options": "DENY"}
 threads = KeptThreads(lambda: settings.ASKUSER_CREATE_THREADS, "create")
 
 
@@ -75,17 +73,7 @@ async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
         log.exception("A create failed")
         outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), {}
     status, payload, extra = outcome
-    await http.respond(send, status, payload, {**EXTRA_HEADERS, **extra, **hsts(scope)})
-
-
-def hsts(scope: dict[str, Any]) -> dict[str, str]:
-    """What Django's SecurityMiddleware adds over HTTPS."""
-    if not settings.SECURE_HSTS_SECONDS or not http.is_secure(scope):
-        return {}
-    value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-    value += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""
-    value += "; preload" if settings.SECURE_HSTS_PRELOAD else ""
-    return {"Strict-Transport-Security": value}
+    await http.respond(send, status, payload, extra, scope=scope)
 
 
 def create(headers: dict[str, str], body: bytes) -> Outcome:

@@ -245,7 +245,7 @@ class HttpEndpoint:
         try:
             agent = await database_call(agentauth.agent_for)(headers.get("authorization"))
         except agentauth.Unauthorized as exc:
-            return await refusals.refuse(send, exc)
+            return await refusals.refuse(send, exc, scope)
         # The SDK binds each MCP session to the credential that opened it.
         bearer = agentauth.bearer_token(headers.get("authorization"))
         token = AccessToken(token=bearer, client_id=f"agent-{agent.pk}", scopes=[])

@@ -18,7 +18,7 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
 from askuser_app.domain import agentauth, contract, services
-from askuser_app.runtime.http import Send, respond
+from askuser_app.runtime.http import Scope, Send, respond
 
 
 class Rejected(Exception):
@@ -78,6 +78,6 @@ def json_response(answer: Refusal) -> JsonResponse:
     return response
 
 
-async def refuse(send: Send, exc: Exception) -> None:
+async def refuse(send: Send, exc: Exception, scope: Scope) -> None:
     answer = refusal(exc)
-    await respond(send, answer.status, answer.body, answer.headers)
+    await respond(send, answer.status, answer.body, answer.headers, scope=scope)

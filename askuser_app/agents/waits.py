@@ -259,7 +259,7 @@ class LongPoll(AsyncHttpConsumer):
             answered = waiting.done()
             waiting.cancel()
         if answered:
-            await http.respond(self.send, *waiting.result())
+            await http.respond(self.send, *waiting.result(), scope=self.scope)
 
     async def outcome(self) -> tuple[int, dict[str, Any], dict[str, str]]:
         try:

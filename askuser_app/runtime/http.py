@@ -48,21 +48,66 @@ def is_secure(scope: Scope) -> bool:
     return bool(scope.get("scheme") == "https")
 
 
-RESPONSE_HEADERS = [
-    (b"content-type", b"application/json"),
-    (b"cache-control", b"no-store"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
-    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
-]
+# The Control UI's pages: no inline script or style anywhere (htmx is configured
+# not to inject styles or evaluate code, and our own JavaScript is a static file).
+PAGE_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+# JSON, which no browser shows as a page: nothing may load from it or frame it.
+DATA_POLICY = "default-src 'none'; frame-ancestors 'none'"
+PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=()"
 
 
-async def respond(send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-    """A JSON response sent straight over ASGI, with the API's security headers."""
+def own_headers(*, data: bool) -> dict[str, str]:
+    """The headers askuser adds beside Django's middleware (``web.middleware`` on Django's responses)."""
+    return {"Content-Security-Policy": DATA_POLICY if data else PAGE_POLICY, "Permissions-Policy": PERMISSIONS_POLICY}
+
+
+def security_headers(secure: bool, *, data: bool = True) -> dict[str, str]:
+    """Every security header of a response Django does not make, as Django's middleware
+    (``SecurityMiddleware``, ``XFrameOptionsMiddleware``) and ``own_headers`` set them on
+    the responses it does make; ``tests/runtime/test_http.py`` compares the two."""
+    headers = {}
+    if settings.SECURE_HSTS_SECONDS and secure:
+        hsts = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        hsts += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""
+        hsts += "; preload" if settings.SECURE_HSTS_PRELOAD else ""
+        headers["Strict-Transport-Security"] = hsts
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        headers["X-Content-Type-Options"] = "nosniff"
+    if policy := settings.SECURE_REFERRER_POLICY:
+        values = [v.strip() for v in policy.split(",")] if isinstance(policy, str) else policy
+        headers["Referrer-Policy"] = ",".join(values)
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        headers["Cross-Origin-Opener-Policy"] = settings.SECURE_CROSS_ORIGIN_OPENER_POLICY
+    headers["X-Frame-Options"] = getattr(settings, "X_FRAME_OPTIONS", "DENY").upper()
+    return headers | own_headers(data=data)
+
+
+async def respond(
+    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None, *, scope: Scope
+) -> None:
+    """A JSON response sent straight over ASGI, with the security headers Django's would have."""
     payload = json.dumps(body, ensure_ascii=False).encode()
-    extra = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in (headers or {}).items()]
-    length = [(b"content-length", str(len(payload)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": [*RESPONSE_HEADERS, *extra, *length]})
+    fields = {
+        "Content-Type": "application/json",
+        "Cache-Control": "no-store",
+        **security_headers(is_secure(scope)),
+        **(headers or {}),
+        "Content-Length": str(len(payload)),
+    }
+    encoded = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in fields.items()]
+    await send({"type": "http.response.start", "status": status, "headers": encoded})
     await send({"type": "http.response.body", "body": payload})
 
 

@@ -24,11 +24,15 @@ from django.http.request import split_domain_port, validate_host
 from askuser_app.agents.refusals import Rejected, refuse
 from askuser_app.delivery import outbox as chat_outbox
 from askuser_app.delivery import webhooks
+from askuser_app.domain import contract
 from askuser_app.runtime.http import App, Receive, Scope, Send, header, respond
 from askuser_app.runtime.realtime import hub
 from askuser_app.server import expiry
 
 # --- the front door ------------------------------------------------------------------------
+
+
+AGENT_ROUTES = ("/api/", "/mcp")
 
 
 class FrontDoor:
@@ -43,7 +47,7 @@ class FrontDoor:
         webhooks.ensure_running()
         chat_outbox.ensure_running()
         if not host_allowed(scope):
-            return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."))
+            return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."), scope)
         bounded = await bounded_body(scope, receive, send)
         if bounded is not None:
             await self.app(scope, bounded, send)
@@ -62,18 +66,26 @@ def host_allowed(scope: Scope) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
+def body_limit(path: str) -> int:
+    """One cap per route family: an agent's call (the API, MCP) is a prompt's worth at most
+    (the contract's 64 KiB); a page's form or a chat app's event, ``ASKUSER_MAX_BODY``."""
+    if path.startswith(AGENT_ROUTES):
+        return contract.MAX_BODY_BYTES
+    return int(settings.ASKUSER_MAX_BODY)
+
+
 async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | None:
-    """``receive`` for a body within ASKUSER_MAX_BODY, or None once 413 is sent.
+    """``receive`` for a body within its route family's cap (``body_limit``), or None once 413 is sent.
 
     A declared length is checked before anything is read; a chunked body is
     read here up to the limit and handed on, so nothing larger is ever
     buffered or spooled to disk."""
-    limit = settings.ASKUSER_MAX_BODY
-    too_large = Rejected(413, "body_too_large", f"The request body is over {limit // 1024} KiB; send less.")
+    limit = body_limit(scope["path"])
+    too_large = Rejected(413, "body_too_large", f"The body is over {limit // 1024} KiB; send less.")
     length = header(scope, b"content-length")
     if length is not None:
         if not length.isdigit() or int(length) > limit:
-            await refuse(send, too_large)
+            await refuse(send, too_large, scope)
             return None
         return receive
     if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -85,7 +97,7 @@ async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | 
             return receive if message["type"] == "http.disconnect" else None
         size += len(message.get("body", b""))
         if size > limit:
-            await refuse(send, too_large)
+            await refuse(send, too_large, scope)
             return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body"):
@@ -127,7 +139,7 @@ async def health(scope: Scope, receive: Receive, send: Send) -> None:
     body: dict[str, Any] = {"status": "ok"}
     if from_loopback(scope):
         body |= {"pid": os.getpid(), "waiting": hub().waiting, "threads": threading.active_count()}
-    await respond(send, 200, body)
+    await respond(send, 200, body, scope=scope)
 
 
 async def lifespan(scope: Scope, receive: Receive, send: Send) -> None:

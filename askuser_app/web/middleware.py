@@ -1,4 +1,5 @@
-"""Security headers every page gets, beside Django's SecurityMiddleware."""
+"""Security headers every response Django makes gets, beside Django's SecurityMiddleware:
+``runtime.http.own_headers``, the same the responses made in front of Django carry."""
 
 from __future__ import annotations
 
@@ -8,29 +9,11 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse
 
-# No inline script or style anywhere: htmx is configured not to inject styles
-# or evaluate code, and our own JavaScript is a static file.
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data:",
-        "connect-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ]
-)
-HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
-}
+from askuser_app.runtime.http import own_headers
 
 
 class SecurityHeadersMiddleware:
-    """Adds the Content-Security-Policy and Permissions-Policy headers."""
+    """Adds the Content-Security-Policy (the page's, or JSON's) and Permissions-Policy headers."""
 
     async_capable = True
     sync_capable = True
@@ -50,6 +33,7 @@ class SecurityHeadersMiddleware:
 
     @staticmethod
     def _secure(response: HttpResponse) -> HttpResponse:
-        for name, value in HEADERS.items():
+        data = response.get("Content-Type", "").startswith("application/json")
+        for name, value in own_headers(data=data).items():
             response.headers.setdefault(name, value)
         return response
