@@ -17,7 +17,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import translation
 
-from . import contract, i18n, socketauth, ui
+from . import contract, i18n, proxies, socketauth, ui
 from .asyncdb import database_call
 from .realtime import session_group, user_group
 
@@ -174,7 +174,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def hold(self, user: Any) -> bool:
         """Count this socket against its user's and its address's caps, if both have room."""
         holders = [(("user", user.pk), settings.ASKUSER_MAX_SOCKETS_PER_USER)]
-        address = (self.scope.get("client") or [None])[0]
+        address = proxies.client_address(self.scope)
         if address is not None:
             holders.append((("address", address), settings.ASKUSER_MAX_SOCKETS_PER_ADDRESS))
         if not holdings.take(holders):

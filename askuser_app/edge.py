@@ -27,7 +27,7 @@ from django.http.request import split_domain_port, validate_host
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
-from . import agentauth, contract, expiry, services, webhooks
+from . import agentauth, contract, expiry, proxies, services, webhooks
 from .chat import outbox as chat_outbox
 from .realtime import hub
 
@@ -222,12 +222,20 @@ class ByMethod:
 
 
 def from_loopback(scope: Scope) -> bool:
-    """Asked on this machine, not relayed by a proxy for someone else."""
-    client = scope.get("client")
-    if not client or _header(scope, b"x-forwarded-for") or _header(scope, b"forwarded"):
+    """Asked on this machine: over loopback, by a client on loopback (``proxies``).
+
+    A request relayed by a proxy that is not trusted (``X-Forwarded-For``), or
+    that names its client in a ``Forwarded`` header, which askuser does not
+    read, is someone else's."""
+    if _header(scope, b"forwarded") or (_header(scope, b"x-forwarded-for") and not proxies.peer_is_trusted(scope)):
         return False
+    peer, client = scope.get("client"), proxies.client_address(scope)
+    return peer is not None and _loopback(str(peer[0])) and client is not None and _loopback(client)
+
+
+def _loopback(address: str) -> bool:
     try:
-        return ipaddress.ip_address(client[0]).is_loopback
+        return ipaddress.ip_address(address).is_loopback
     except ValueError:
         return False
 

@@ -29,7 +29,7 @@ from channels.consumer import get_handler_name
 from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 
-from . import agentauth, contract, edge, services
+from . import agentauth, contract, edge, proxies, services
 from .asyncdb import database_call
 from .realtime import Inbox, hub, prompt_group, session_group
 
@@ -283,8 +283,7 @@ class LongPoll(AsyncHttpConsumer):
 
     @property
     def address(self) -> str | None:
-        client = self.scope.get("client")
-        return str(client[0]) if client else None
+        return proxies.client_address(self.scope)
 
     def param(self, name: str) -> str | None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))

@@ -49,7 +49,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from . import agentauth, contract, edge
+from . import agentauth, contract, edge, proxies
 from .asyncdb import database_call
 from .client import (
     DEFAULT_WAIT,
@@ -257,8 +257,9 @@ class HttpEndpoint:
         assert request is not None  # over HTTP every call comes with its request
         token = agentauth.bearer_token(request.headers.get("authorization"))
         base_url = f"http://{request.headers.get('host', 'localhost')}"
-        # The caller's address, so that its waits count against its own cap.
-        client = (request.client.host, request.client.port) if request.client else ("127.0.0.1", 0)
+        # The caller's address (behind trusted proxies, the client they relay), so
+        # that its waits count against its own cap.
+        client = (proxies.client_address(request.scope) or "127.0.0.1", request.client.port if request.client else 0)
         transport = httpx.ASGITransport(app=self.api_app, client=client)
         async with AsyncAskUserClient(base_url, token, transport=transport) as askuser:
             query = request.query_params

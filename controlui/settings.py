@@ -8,6 +8,7 @@ PostgreSQL and ``REDIS_URL`` to the Redis channel layer (the scaled mode).
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import secrets
 from datetime import timedelta
@@ -45,6 +46,18 @@ def env_int(name: str, default: int) -> int:
 def env_float(name: str, default: float) -> float:
     value = env_str(name)
     return float(value) if value else default
+
+
+def env_networks(name: str) -> list[str]:
+    """Comma-separated addresses or networks (``10.0.0.1,fd00::/8``), each checked here."""
+    networks = []
+    for entry in env_list(name, ""):
+        try:
+            networks.append(str(ipaddress.ip_network(entry, strict=False)))
+        except ValueError:
+            example = "an address or a network such as 10.0.0.0/8"
+            raise ImproperlyConfigured(f"{name}: {entry!r} is not {example}.") from None
+    return networks
 
 
 # 0700, its files 0600: it holds the database, the secret key and tokens.
@@ -301,6 +314,10 @@ ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
 ASKUSER_MAX_WAITS_PER_AGENT = env_int("ASKUSER_MAX_WAITS_PER_AGENT", 100)
 ASKUSER_MAX_WAITS_PER_USER = env_int("ASKUSER_MAX_WAITS_PER_USER", 500)
 ASKUSER_MAX_WAITS_PER_ADDRESS = env_int("ASKUSER_MAX_WAITS_PER_ADDRESS", 500)
+# The proxies in front of askuser (addresses or networks): a request from one of
+# them is from the rightmost X-Forwarded-For entry that is not one of them
+# (askuser_app/proxies.py). Empty: the peer is the client.
+ASKUSER_TRUSTED_PROXIES = env_networks("ASKUSER_TRUSTED_PROXIES")
 
 # Login throttling (django-axes) on the Control UI's and the admin's login:
 # after ASKUSER_LOGIN_FAILURES wrong passwords for one username from one
@@ -315,6 +332,7 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = max(1, env_int("ASKUSER_LOGIN_FAILURES", 5))
 AXES_COOLOFF_TIME = timedelta(minutes=max(1, env_int("ASKUSER_LOGIN_COOLOFF_MINUTES", 15)))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "askuser_app.proxies.for_request"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "askuser_app.views.locked_out"
 AXES_DISABLE_ACCESS_LOG = True  # successful logins are not history worth a table

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
-from django.test import Client
+import re
+from datetime import timedelta
 
-from .conftest import PASSWORD
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+from axes.models import AccessAttempt
+from django.test import Client
+from django.utils import timezone
+
+from .conftest import PASSWORD, make_user
 
 WRONG = "not-the-password"
 
@@ -25,8 +32,10 @@ def with_fast_password(user):
     return user
 
 
-def log_in(path: str, username: str, password: str, address: str = "127.0.0.1"):
-    return Client(REMOTE_ADDR=address).post(path, {"username": username, "password": password, "next": "/"})
+def log_in(path: str, username: str, password: str, address: str = "127.0.0.1", forwarded: str | None = None):
+    headers = {"X-Forwarded-For": forwarded} if forwarded else {}
+    form = {"username": username, "password": password, "next": "/"}
+    return Client(REMOTE_ADDR=address).post(path, form, headers=headers)
 
 
 def logged_in(response) -> bool:
@@ -52,8 +61,6 @@ def test_five_wrong_passwords_lock_the_user_out_even_with_the_right_one(staff, p
 
 @pytest.mark.parametrize("path", LOGIN_PAGES)
 def test_a_lockout_spares_other_users_and_other_addresses(staff, path):
-    from .conftest import make_user
-
     with_fast_password(staff)
     with_fast_password(make_user("kim", is_staff=True))
     fail(path, "sam", 5, address="10.0.0.1")
@@ -74,11 +81,6 @@ def test_a_success_before_the_limit_clears_the_count(owner):
 
 
 def test_the_lockout_ends_after_the_cool_off(owner, settings):
-    from datetime import timedelta
-
-    from axes.models import AccessAttempt
-    from django.utils import timezone
-
     with_fast_password(owner)
     fail("/login/", "alice", 5)
     AccessAttempt.objects.update(attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1))
@@ -98,3 +100,55 @@ def test_the_limit_and_cool_off_come_from_the_environment(tmp_path):
     output = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
 
     assert output.stdout.split() == ["3", "120.0"]
+
+
+# --- behind a proxy ------------------------------------------------------------------------------
+
+PROXY = "10.0.0.1"
+CLIENT = "203.0.113.7"
+
+
+async def attempts_through(proxy: str, tries: list[tuple[str, str]], username: str = "alice") -> list[int]:
+    """Logins through the whole ASGI application from the peer ``proxy``, each
+    ``(password, X-Forwarded-For)``, with the form's CSRF token as a browser would."""
+    from controlui.asgi import application
+
+    transport = httpx.ASGITransport(app=application, client=(proxy, 40000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as browser:
+        page = (await browser.get("/login/")).text
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[1]
+        statuses = []
+        for password, forwarded in tries:
+            form = {"username": username, "password": password, "next": "/", "csrfmiddlewaretoken": token}
+            response = await browser.post("/login/", data=form, headers={"X-Forwarded-For": forwarded})
+            statuses.append(response.status_code)
+        return statuses
+
+
+@pytest.mark.django_db(transaction=True)  # Django's handler serves these on threads of its own
+def test_behind_a_trusted_proxy_spoofed_leftmost_entries_are_locked_out_by_the_real_address(owner, settings):
+    settings.ASKUSER_TRUSTED_PROXIES = [PROXY]
+    with_fast_password(owner)
+    spoofed = [(WRONG, f"198.51.100.{n}, {CLIENT}") for n in range(20)]
+
+    statuses = async_to_sync(attempts_through)(PROXY, spoofed)
+    right = async_to_sync(attempts_through)(PROXY, [(PASSWORD, f"192.0.2.99, {CLIENT}")])
+    neighbour = async_to_sync(attempts_through)(PROXY, [(PASSWORD, "203.0.113.8")])
+
+    assert statuses == [200] * 4 + [429] * 16
+    assert right == [429]  # the sixth attempt, with the right password, is refused
+    assert neighbour == [302]  # another client behind the same proxy is not locked out
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {CLIENT}
+
+
+@pytest.mark.parametrize("trusted", [[], [PROXY]], ids=["no proxy trusted", "another proxy trusted"])
+def test_an_untrusted_peer_is_counted_by_its_own_address_whatever_it_forwards(owner, settings, trusted):
+    settings.ASKUSER_TRUSTED_PROXIES = trusted
+    with_fast_password(owner)
+    peer = "198.51.100.9"
+
+    statuses = [log_in("/login/", "alice", WRONG, peer, f"192.0.2.{n}").status_code for n in range(6)]
+
+    assert statuses == [200] * 4 + [429] * 2
+    assert log_in("/login/", "alice", PASSWORD, peer, "192.0.2.200").status_code == 429
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {peer}
