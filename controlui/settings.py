@@ -323,7 +323,10 @@ ASKUSER_TRUSTED_PROXIES = env_networks("ASKUSER_TRUSTED_PROXIES")
 # after ASKUSER_LOGIN_FAILURES wrong passwords for one username from one
 # address, that pair is locked out for ASKUSER_LOGIN_COOLOFF_MINUTES, even with
 # the right password; other users and other addresses are not. A success
-# clears the count. `manage.py axes_reset` lifts every lockout.
+# clears the count. Second tier (askuser_app/logins.py): after
+# ASKUSER_LOGIN_FAILURES_PER_USERNAME wrong passwords for one username within
+# an hour, from any addresses, that username is locked out from everywhere for
+# the cool-off (0: no such tier). `manage.py axes_reset` lifts every lockout.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -331,8 +334,19 @@ AUTHENTICATION_BACKENDS = [
 # At least 1 each: axes reads a zero cool-off as "locked until an admin resets it".
 AXES_FAILURE_LIMIT = max(1, env_int("ASKUSER_LOGIN_FAILURES", 5))
 AXES_COOLOFF_TIME = timedelta(minutes=max(1, env_int("ASKUSER_LOGIN_COOLOFF_MINUTES", 15)))
+ASKUSER_LOGIN_FAILURES_PER_USERNAME = max(0, env_int("ASKUSER_LOGIN_FAILURES_PER_USERNAME", 50))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "askuser_app.proxies.for_request"
+AXES_HANDLER = "askuser_app.logins.LoginHandler"
+# The username tier counts axes' failure log, one row per password checked
+# and found wrong: an attempt refused during a lockout checks no password, so
+# it is neither logged nor stretches the lockout (which ends the cool-off
+# after the failure that started it). The handler keeps the log to its last
+# hour; the per-username bound stays above anything that hour can hold
+# (axes trims beyond it newest first).
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_ACCESS_FAILURE_LOG_PER_USER_LIMIT = 1000 + 2 * ASKUSER_LOGIN_FAILURES_PER_USERNAME
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "askuser_app.views.locked_out"
 AXES_DISABLE_ACCESS_LOG = True  # successful logins are not history worth a table

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import re
 from datetime import timedelta
 
 import httpx
 import pytest
 from asgiref.sync import async_to_sync
-from axes.models import AccessAttempt
+from axes.models import AccessAttempt, AccessFailureLog
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
@@ -92,14 +95,18 @@ def test_the_limit_and_cool_off_come_from_the_environment(tmp_path):
     import subprocess
     import sys
 
-    code = "from django.conf import settings as s; print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME.total_seconds())"
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME.total_seconds(), s.ASKUSER_LOGIN_FAILURES_PER_USERNAME)"
+    )
     env = {"DJANGO_SETTINGS_MODULE": "controlui.settings", "ASKUSER_DATA_DIR": str(tmp_path), "PATH": ""}
     env |= {"ASKUSER_LOGIN_FAILURES": "3", "ASKUSER_LOGIN_COOLOFF_MINUTES": "2"}
+    env |= {"ASKUSER_LOGIN_FAILURES_PER_USERNAME": "20"}
     script = f"import django; django.setup(); {code}"
 
     output = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
 
-    assert output.stdout.split() == ["3", "120.0"]
+    assert output.stdout.split() == ["3", "120.0", "20"]
 
 
 # --- behind a proxy ------------------------------------------------------------------------------
@@ -152,3 +159,103 @@ def test_an_untrusted_peer_is_counted_by_its_own_address_whatever_it_forwards(ow
     assert statuses == [200] * 4 + [429] * 2
     assert log_in("/login/", "alice", PASSWORD, peer, "192.0.2.200").status_code == 429
     assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {peer}
+
+
+# --- one username from many addresses -------------------------------------------------------------
+
+
+@pytest.fixture
+def per_username(settings):
+    """A username tier of 6 failures; the address tier stays at 5."""
+    settings.ASKUSER_LOGIN_FAILURES_PER_USERNAME = 6
+    return settings
+
+
+def fail_from_many(username: str, addresses: int, each: int = 2) -> list[int]:
+    return [code for n in range(addresses) for code in fail("/login/", username, each, address=f"192.0.2.{n + 1}")]
+
+
+def test_one_username_guessed_from_many_addresses_is_locked_out_everywhere(per_username, owner, other_user):
+    with_fast_password(owner)
+    with_fast_password(other_user)
+
+    statuses = fail_from_many("alice", 3)  # 6 wrong passwords, 2 from each address: none locked by address
+
+    assert statuses == [200] * 5 + [429]  # the sixth is answered with the lockout page
+    response = log_in("/login/", "alice", PASSWORD, address="198.51.100.50")
+    assert response.status_code == 429 and not logged_in(response)
+    assert "Too many attempts" in response.content.decode()
+    assert logged_in(log_in("/login/", "bob", PASSWORD, address="192.0.2.1"))  # other users are not
+
+
+def test_the_username_lockout_says_where_the_failures_came_from(per_username, owner, caplog):
+    with_fast_password(owner)
+
+    with caplog.at_level(logging.WARNING, logger="askuser"):
+        fail_from_many("alice", 2, each=3)
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "askuser" and "locked out" in r.getMessage()]
+    assert len(lines) == 1
+    assert "'alice'" in lines[0] and "192.0.2.1 (3)" in lines[0] and "192.0.2.2 (3)" in lines[0]
+
+
+def test_only_failures_within_the_last_hour_count_towards_the_username_lockout(per_username, owner):
+    with_fast_password(owner)
+    fail_from_many("alice", 2, each=3)
+    AccessFailureLog.objects.update(attempt_time=timezone.now() - timedelta(minutes=61))
+    fail("/login/", "alice", 3, address="192.0.2.3")
+
+    assert logged_in(log_in("/login/", "alice", PASSWORD, address="198.51.100.50"))  # 3 within the hour
+    fail("/login/", "alice", 3, address="192.0.2.4")
+    assert log_in("/login/", "alice", PASSWORD, address="198.51.100.51").status_code == 429  # 6 within the hour
+
+
+def test_the_username_lockout_ends_after_the_cool_off(per_username, owner, settings):
+    with_fast_password(owner)
+    fail_from_many("alice", 3)
+    assert log_in("/login/", "alice", PASSWORD, address="198.51.100.50").status_code == 429
+
+    past = timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+    AccessFailureLog.objects.update(attempt_time=past)
+    AccessAttempt.objects.update(attempt_time=past)
+
+    assert logged_in(log_in("/login/", "alice", PASSWORD, address="198.51.100.50"))
+
+
+def test_attempts_refused_during_a_lockout_are_not_counted_as_failures(per_username, owner):
+    with_fast_password(owner)
+    fail("/login/", "alice", 5, address="192.0.2.1")  # locked from this address
+
+    refused = fail("/login/", "alice", 10, address="192.0.2.1")
+
+    assert refused == [429] * 10
+    assert AccessFailureLog.objects.filter(username="alice").count() == 5
+    assert logged_in(log_in("/login/", "alice", PASSWORD, address="198.51.100.50"))
+
+
+def test_axes_reset_username_lifts_the_username_lockout(per_username, owner):
+    with_fast_password(owner)
+    fail_from_many("alice", 3)
+    assert log_in("/login/", "alice", PASSWORD, address="198.51.100.50").status_code == 429
+
+    call_command("axes_reset_username", "alice", stdout=io.StringIO())
+
+    assert logged_in(log_in("/login/", "alice", PASSWORD, address="198.51.100.50"))
+
+
+def test_the_username_tier_can_be_turned_off(per_username, owner):
+    per_username.ASKUSER_LOGIN_FAILURES_PER_USERNAME = 0
+    with_fast_password(owner)
+    fail_from_many("alice", 5)
+
+    assert logged_in(log_in("/login/", "alice", PASSWORD, address="198.51.100.50"))
+
+
+def test_the_failure_log_keeps_only_the_last_hour_or_so(per_username, owner, settings):
+    with_fast_password(owner)
+    fail("/login/", "someone-else", 2, address="192.0.2.9")
+    AccessFailureLog.objects.update(attempt_time=timezone.now() - timedelta(hours=1) - settings.AXES_COOLOFF_TIME)
+
+    fail("/login/", "alice", 1)
+
+    assert list(AccessFailureLog.objects.values_list("username", flat=True)) == ["alice"]
