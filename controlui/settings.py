@@ -8,6 +8,7 @@ PostgreSQL and ``REDIS_URL`` to the Redis channel layer (the scaled mode).
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import secrets
 from datetime import timedelta
@@ -45,6 +46,18 @@ def env_int(name: str, default: int) -> int:
 def env_float(name: str, default: float) -> float:
     value = env_str(name)
     return float(value) if value else default
+
+
+def env_networks(name: str) -> list[str]:
+    """Comma-separated addresses or networks (``10.0.0.1,fd00::/8``), each checked here."""
+    networks = []
+    for entry in env_list(name, ""):
+        try:
+            networks.append(str(ipaddress.ip_network(entry, strict=False)))
+        except ValueError:
+            example = "an address or a network such as 10.0.0.0/8"
+            raise ImproperlyConfigured(f"{name}: {entry!r} is not {example}.") from None
+    return networks
 
 
 # 0700, its files 0600: it holds the database, the secret key and tokens.
@@ -301,12 +314,19 @@ ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
 ASKUSER_MAX_WAITS_PER_AGENT = env_int("ASKUSER_MAX_WAITS_PER_AGENT", 100)
 ASKUSER_MAX_WAITS_PER_USER = env_int("ASKUSER_MAX_WAITS_PER_USER", 500)
 ASKUSER_MAX_WAITS_PER_ADDRESS = env_int("ASKUSER_MAX_WAITS_PER_ADDRESS", 500)
+# The proxies in front of askuser (addresses or networks): a request from one of
+# them is from the rightmost X-Forwarded-For entry that is not one of them
+# (askuser_app/runtime/proxies.py). Empty: the peer is the client.
+ASKUSER_TRUSTED_PROXIES = env_networks("ASKUSER_TRUSTED_PROXIES")
 
 # Login throttling (django-axes) on the Control UI's and the admin's login:
 # after ASKUSER_LOGIN_FAILURES wrong passwords for one username from one
 # address, that pair is locked out for ASKUSER_LOGIN_COOLOFF_MINUTES, even with
 # the right password; other users and other addresses are not. A success
-# clears the count. `manage.py axes_reset` lifts every lockout.
+# clears the count. Second tier (askuser_app/web/logins.py): after
+# ASKUSER_LOGIN_FAILURES_PER_USERNAME wrong passwords for one username within
+# an hour, from any addresses, that username is locked out from everywhere for
+# the cool-off (0: no such tier). `manage.py axes_reset` lifts every lockout.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -314,7 +334,19 @@ AUTHENTICATION_BACKENDS = [
 # At least 1 each: axes reads a zero cool-off as "locked until an admin resets it".
 AXES_FAILURE_LIMIT = max(1, env_int("ASKUSER_LOGIN_FAILURES", 5))
 AXES_COOLOFF_TIME = timedelta(minutes=max(1, env_int("ASKUSER_LOGIN_COOLOFF_MINUTES", 15)))
+ASKUSER_LOGIN_FAILURES_PER_USERNAME = max(0, env_int("ASKUSER_LOGIN_FAILURES_PER_USERNAME", 50))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "askuser_app.runtime.proxies.for_request"
+AXES_HANDLER = "askuser_app.web.logins.LoginHandler"
+# The username tier counts axes' failure log, one row per password checked
+# and found wrong: an attempt refused during a lockout checks no password, so
+# it is neither logged nor stretches the lockout (which ends the cool-off
+# after the failure that started it). The handler keeps the log to its last
+# hour; the per-username bound stays above anything that hour can hold
+# (axes trims beyond it newest first).
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_ACCESS_FAILURE_LOG_PER_USER_LIMIT = 1000 + 2 * ASKUSER_LOGIN_FAILURES_PER_USERNAME
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "askuser_app.web.views.locked_out"
 AXES_DISABLE_ACCESS_LOG = True  # successful logins are not history worth a table

@@ -121,8 +121,9 @@ def test_opening_a_session_pages_socket_reads_login_user_session_and_state_in_on
     assert html == ""  # nothing pending, nothing new: the page is up to date
 
 
-async def open_from(address: str, user) -> WebsocketCommunicator:
-    socket = await connect("/ws/sessions/", user)
+async def open_from(address: str, user, forwarded: str | None = None) -> WebsocketCommunicator:
+    extra = [(b"x-forwarded-for", forwarded.encode())] if forwarded else []
+    socket = await connect("/ws/sessions/", user, extra=extra)
     socket.scope["client"] = (address, 50000)  # as the server fills it in
     return socket
 
@@ -159,6 +160,34 @@ async def test_one_address_past_the_socket_cap_is_closed_with_4429(socket_caps, 
     assert (await elsewhere.connect(timeout=DEADLINE))[0]
     for socket in (first, second, elsewhere):
         await socket.disconnect()
+
+
+async def test_behind_a_trusted_proxy_sockets_are_capped_by_the_real_client(socket_caps, owner, other_user, staff):
+    socket_caps.ASKUSER_MAX_SOCKETS_PER_USER = 0
+    socket_caps.ASKUSER_TRUSTED_PROXIES = ["10.0.0.1"]
+    spoofing = [await open_from("10.0.0.1", user, f"192.0.2.{n}, 203.0.113.7") for n, user in enumerate([owner] * 3)]
+    for socket in spoofing[:2]:
+        assert (await socket.connect(timeout=DEADLINE))[0]
+
+    assert (await spoofing[2].connect(timeout=DEADLINE))[0]
+    assert await spoofing[2].receive_output(timeout=DEADLINE) == {"type": "websocket.close", "code": CLOSE_TOO_MANY}
+    neighbour = await open_from("10.0.0.1", staff, "203.0.113.8")  # another client behind the same proxy
+    assert (await neighbour.connect(timeout=DEADLINE))[0]
+    assert "sessions" in await neighbour.receive_from(timeout=DEADLINE)  # a live socket, not a close
+    for socket in (*spoofing[:2], neighbour):
+        await socket.disconnect()
+
+
+async def test_an_untrusted_peer_is_capped_by_its_own_address_whatever_it_forwards(socket_caps, owner):
+    socket_caps.ASKUSER_MAX_SOCKETS_PER_USER = 0
+    tabs = [await open_from("198.51.100.9", owner, f"192.0.2.{n}") for n in range(3)]
+    for tab in tabs[:2]:
+        assert (await tab.connect(timeout=DEADLINE))[0]
+
+    assert (await tabs[2].connect(timeout=DEADLINE))[0]
+    assert await tabs[2].receive_output(timeout=DEADLINE) == {"type": "websocket.close", "code": CLOSE_TOO_MANY}
+    for tab in tabs[:2]:
+        await tab.disconnect()
 
 
 @pytest.mark.parametrize(

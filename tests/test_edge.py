@@ -111,6 +111,25 @@ async def test_health_relayed_by_a_local_proxy_counts_as_remote(db):
     assert response.json() == {"status": "ok"}
 
 
+async def test_health_through_a_trusted_local_proxy_tells_only_a_client_on_this_machine(db, settings):
+    settings.ASKUSER_TRUSTED_PROXIES = ["127.0.0.1"]
+
+    local = (await request_from("127.0.0.1", "GET", "/healthz", headers={"X-Forwarded-For": "127.0.0.1"})).json()
+    spoofed = await request_from("127.0.0.1", "GET", "/healthz", headers={"X-Forwarded-For": "127.0.0.1, 203.0.113.7"})
+    forwarded = await request_from("127.0.0.1", "GET", "/healthz", headers={"Forwarded": "for=203.0.113.7"})
+
+    assert {"pid", "waiting", "threads"} <= set(local)
+    assert spoofed.json() == forwarded.json() == {"status": "ok"}
+
+
+async def test_health_through_a_trusted_remote_proxy_counts_as_remote_whoever_it_names(db, settings):
+    settings.ASKUSER_TRUSTED_PROXIES = ["10.0.0.1"]
+
+    response = await request_from("10.0.0.1", "GET", "/healthz", headers={"X-Forwarded-For": "127.0.0.1"})
+
+    assert response.json() == {"status": "ok"}  # that proxy's machine is not this one
+
+
 # --- one implementation of each waiting read ---------------------------------------------------
 
 
@@ -241,6 +260,42 @@ async def test_one_client_address_is_capped_across_owners(asked, token, other_to
     await until(lambda: parked_count() == 2)
     held.cancel()
     elsewhere.cancel()
+
+
+def start_through(token: str, url: str, proxy: str, forwarded: str) -> asyncio.Task:
+    headers = {**auth(token), "X-Forwarded-For": forwarded}
+    return asyncio.ensure_future(request_from(proxy, "GET", url, headers=headers))
+
+
+async def test_behind_a_trusted_proxy_waits_are_capped_by_the_real_client(asked, token, other_token, settings):
+    settings.ASKUSER_MAX_WAITS_PER_ADDRESS, settings.ASKUSER_TRUSTED_PROXIES = 1, ["10.0.0.1"]
+    theirs = await ask(other_token, "their-session")
+    held = start_through(token, prompt_wait(asked), "10.0.0.1", "192.0.2.1, 203.0.113.7")
+    await until(lambda: parked_count() == 1)
+
+    spoofed = start_through(other_token, prompt_wait(theirs), "10.0.0.1", "192.0.2.2, 203.0.113.7")
+    refused = await asyncio.wait_for(spoofed, DEADLINE)
+    neighbour = start_through(other_token, prompt_wait(theirs), "10.0.0.1", "203.0.113.8")
+
+    assert refused.status_code == 429
+    assert "client address" in refused.json()["detail"]
+    await until(lambda: parked_count() == 2)  # another client behind the same proxy parks
+    held.cancel()
+    neighbour.cancel()
+
+
+async def test_an_untrusted_peer_is_capped_by_its_own_address_whatever_it_forwards(asked, token, other_token, settings):
+    settings.ASKUSER_MAX_WAITS_PER_ADDRESS = 1
+    theirs = await ask(other_token, "their-session")
+    held = start_through(token, prompt_wait(asked), "198.51.100.9", "192.0.2.1")
+    await until(lambda: parked_count() == 1)
+
+    refused = await asyncio.wait_for(
+        start_through(other_token, prompt_wait(theirs), "198.51.100.9", "192.0.2.2"), DEADLINE
+    )
+
+    assert (refused.status_code, refused.json()["error"]) == (429, "too_many_waits")
+    held.cancel()
 
 
 async def test_a_refused_wait_is_answered_alike_by_the_long_poll_and_the_api(asked, token, settings):

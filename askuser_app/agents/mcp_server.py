@@ -61,6 +61,7 @@ from askuser_app.agents.client import (
     new_session_key,
 )
 from askuser_app.domain import agentauth, contract
+from askuser_app.runtime import proxies
 from askuser_app.runtime.asyncdb import database_call
 
 log = logging.getLogger("askuser")
@@ -258,8 +259,9 @@ class HttpEndpoint:
         assert request is not None  # over HTTP every call comes with its request
         token = agentauth.bearer_token(request.headers.get("authorization"))
         base_url = f"http://{request.headers.get('host', 'localhost')}"
-        # The caller's address, so that its waits count against its own cap.
-        client = (request.client.host, request.client.port) if request.client else ("127.0.0.1", 0)
+        # The caller's address (behind trusted proxies, the client they relay), so
+        # that its waits count against its own cap.
+        client = (proxies.client_address(request.scope) or "127.0.0.1", request.client.port if request.client else 0)
         transport = httpx.ASGITransport(app=self.api_app, client=client)
         async with AsyncAskUserClient(base_url, token, transport=transport) as askuser:
             query = request.query_params

@@ -31,7 +31,7 @@ from django.conf import settings
 
 from askuser_app.agents import refusals
 from askuser_app.domain import agentauth, contract, services
-from askuser_app.runtime import http
+from askuser_app.runtime import http, proxies
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.realtime import Inbox, hub, prompt_group, session_group
 
@@ -285,8 +285,7 @@ class LongPoll(AsyncHttpConsumer):
 
     @property
     def address(self) -> str | None:
-        client = self.scope.get("client")
-        return str(client[0]) if client else None
+        return proxies.client_address(self.scope)
 
     def param(self, name: str) -> str | None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))

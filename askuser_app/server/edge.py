@@ -25,6 +25,7 @@ from askuser_app.agents.refusals import Rejected, refuse
 from askuser_app.delivery import outbox as chat_outbox
 from askuser_app.delivery import webhooks
 from askuser_app.domain import contract
+from askuser_app.runtime import proxies
 from askuser_app.runtime.http import App, Receive, Scope, Send, header, respond
 from askuser_app.runtime.realtime import hub
 from askuser_app.server import expiry
@@ -124,12 +125,20 @@ class ByMethod:
 
 
 def from_loopback(scope: Scope) -> bool:
-    """Asked on this machine, not relayed by a proxy for someone else."""
-    client = scope.get("client")
-    if not client or header(scope, b"x-forwarded-for") or header(scope, b"forwarded"):
+    """Asked on this machine: over loopback, by a client on loopback (``proxies``).
+
+    A request relayed by a proxy that is not trusted (``X-Forwarded-For``), or
+    that names its client in a ``Forwarded`` header, which askuser does not
+    read, is someone else's."""
+    if header(scope, b"forwarded") or (header(scope, b"x-forwarded-for") and not proxies.peer_is_trusted(scope)):
         return False
+    peer, client = scope.get("client"), proxies.client_address(scope)
+    return peer is not None and _loopback(str(peer[0])) and client is not None and _loopback(client)
+
+
+def _loopback(address: str) -> bool:
     try:
-        return ipaddress.ip_address(client[0]).is_loopback
+        return ipaddress.ip_address(address).is_loopback
     except ValueError:
         return False
 

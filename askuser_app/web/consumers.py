@@ -18,7 +18,7 @@ from django.conf import settings
 from django.utils import translation
 
 from askuser_app.domain import contract
-from askuser_app.runtime import i18n
+from askuser_app.runtime import i18n, proxies
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.realtime import session_group, user_group
 from askuser_app.web import socketauth, ui
@@ -176,7 +176,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def hold(self, user: Any) -> bool:
         """Count this socket against its user's and its address's caps, if both have room."""
         holders = [(("user", user.pk), settings.ASKUSER_MAX_SOCKETS_PER_USER)]
-        address = (self.scope.get("client") or [None])[0]
+        address = proxies.client_address(self.scope)
         if address is not None:
             holders.append((("address", address), settings.ASKUSER_MAX_SOCKETS_PER_ADDRESS))
         if not holdings.take(holders):
