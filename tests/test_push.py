@@ -38,7 +38,7 @@ from askuser_app import contract, services
 from askuser_app.asyncdb import database_call
 from askuser_app.chat import core, outbox, push
 from askuser_app.chat.base import Temporary
-from askuser_app.models import ChatMessage, Prompt, PushSubscription
+from askuser_app.models import ChatAttempt, ChatMessage, Prompt, PushSubscription
 from controlui import settings as project_settings
 
 from .conftest import EXTRAS, QUESTION, payload
@@ -451,6 +451,18 @@ async def test_a_redirect_from_the_push_service_is_not_followed_and_fails_the_de
     assert failed.last_error == "the push service answered 307"
     device = await database_call(PushSubscription.objects.get)()
     assert device.last_error == "the push service answered 307"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_device_stored_with_an_endpoint_the_sender_cannot_read_fails_at_once(push_service, agent, owner):
+    await database_call(subscribed)(owner, Browser("https://①②⑦.0.0.1/push/laptop"))  # before subscribe checked it
+    prompt = await ask(agent)
+    outbox.ensure_running()
+
+    failed = await row_of(prompt, "failed")
+
+    tries = await database_call(list)(ChatAttempt.objects.filter(message_id=failed.pk).values_list("error", flat=True))
+    assert tries == ["refused: the push endpoint is not a URL the server can send to"]
 
 
 @pytest.fixture

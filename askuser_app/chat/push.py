@@ -302,9 +302,12 @@ def _sealed(row: PushSubscription, message: dict[str, Any]) -> tuple[bytes, dict
     info = {"endpoint": row.endpoint, "keys": {"p256dh": row.p256dh, "auth": row.auth}}
     data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
     body: bytes = WebPusher(info).encode(data, "aes128gcm")["body"]
-    endpoint = httpx.URL(row.endpoint)
-    audience = f"{endpoint.scheme}://{endpoint.netloc.decode('ascii')}"
-    claims = {"sub": subject(), "aud": audience, "exp": int(time.time()) + VAPID_LIFETIME}
+    endpoint = urlsplit(row.endpoint)  # the push service's origin, as pywebpush names it
+    claims = {
+        "sub": subject(),
+        "aud": f"{endpoint.scheme}://{endpoint.netloc}",
+        "exp": int(time.time()) + VAPID_LIFETIME,
+    }
     signed: dict[str, str] = vapid().sign(claims)
     return body, {**signed, "Content-Encoding": "aes128gcm", "TTL": str(TTL)}
 
