@@ -1,24 +1,32 @@
-"""Where webhooks may go: public addresses only, unless the operator allows more.
+"""Where the server's own requests may go: webhooks and Web Push, public addresses only unless allowed.
 
-A callback URL is chosen by the agent, and the server POSTs to it with retries
-(staff can read the start of each answer), so by default loopback, private,
-link-local, multicast and other non-public addresses are refused: at create
-time when the URL names one literally (in any form a resolver accepts, such as
-``0x7f000001``), and at send time after resolving the name. The request then
-goes to the very address that was checked, with the name in the ``Host``
-header and in TLS (SNI and certificate check), so a name that resolves
-elsewhere a moment later (DNS rebinding) cannot steer it.
+A callback URL is chosen by the agent and a push endpoint by a browser, and
+the server POSTs to both (staff can read the start of each answer), so by
+default loopback, private, link-local, multicast and other non-public
+addresses are refused: when the URL is given, if it names one literally (in
+any form a resolver accepts, such as ``0x7f000001`` or ``localhost.``), and
+at send time after resolving the name. Both checks read the URL with the
+sender's own parser (httpx: IDNA, ``①②⑦`` refused), so what was checked is
+what is sent. The request then goes to the very address that was checked,
+with the name in the ``Host`` header and in TLS (SNI and certificate check),
+so a name that resolves elsewhere a moment later (DNS rebinding) cannot steer
+it; it follows no redirect and uses no proxy from the environment.
 
-``ASKUSER_WEBHOOK_ALLOW_PRIVATE=1`` lifts the rule for servers whose agents
-run next to them; ``ASKUSER_WEBHOOK_ALLOW_HOSTS`` lifts it for some host
-names or networks only.
+Each kind of request has its ``Rules``: webhooks' are lifted by
+``ASKUSER_WEBHOOK_ALLOW_PRIVATE=1`` or, for some host names or networks, by
+``ASKUSER_WEBHOOK_ALLOW_HOSTS``; pushes' by ``ASKUSER_PUSH_ALLOW_PRIVATE=1``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
+import functools
 import ipaddress
+import os
 import socket
+import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 
@@ -26,11 +34,53 @@ import httpx
 from django.conf import settings
 
 Address = IPv4Address | IPv6Address
-ALLOW_HINT = "set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 to allow"
+DEFAULT_PORTS = {"http": 80, "https": 443}
+EXCERPT = 500  # bytes of an answer kept for the admin
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Where one kind of request may go."""
+
+    what: str  # the URL's name in a refusal: "callback_url", "the push endpoint"
+    schemes: frozenset[str]
+    hint: str  # how the operator allows a non-public address
+    allow_private: bool = False
+    allow_hosts: tuple[str, ...] = ()  # host names and networks allowed although not public
+    own_port_only: bool = False  # only the scheme's own port (unless private addresses are allowed)
+
+
+def webhook_rules() -> Rules:
+    return Rules(
+        "callback_url",
+        frozenset(DEFAULT_PORTS),
+        "set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 to allow",
+        settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE,
+        tuple(settings.ASKUSER_WEBHOOK_ALLOW_HOSTS),
+    )
+
+
+class Flaw(enum.Enum):
+    """Why a URL is refused before anything is sent; each surface words it for its readers."""
+
+    NOT_A_URL = "is not a URL the server can send to"
+    SCHEME = "has a scheme the server does not send to, or no host"
+    CREDENTIALS = "carries a user name or password"
+    HOST = "writes its host with characters other than letters, digits, hyphens and dots"
+    PORT = "names a port other than its scheme's own"
+    PRIVATE = "names a loopback, private or other non-public address"
+
+
+class Unusable(ValueError):
+    """A URL the server will not send to, whatever its name resolves to."""
+
+    def __init__(self, flaw: Flaw, address: Address | None = None) -> None:
+        super().__init__(flaw.value + (f" ({address})" if address is not None else ""))
+        self.flaw, self.address = flaw, address
 
 
 class Refused(Exception):
-    """The callback URL leads to an address the server may not POST to."""
+    """At send time: the URL leads to an address the server may not POST to."""
 
 
 def literal_address(host: str) -> Address | None:
@@ -58,16 +108,16 @@ def is_public(address: Address) -> bool:
     return address.is_global and not (address.is_multicast or address.is_reserved)
 
 
-def _allowed_by_name(host: str) -> bool:
-    if settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE:
+def _allowed_by_name(host: str, rules: Rules) -> bool:
+    if rules.allow_private:
         return True
-    return host.lower().rstrip(".") in {entry.lower() for entry in settings.ASKUSER_WEBHOOK_ALLOW_HOSTS}
+    return host.rstrip(".") in {entry.lower() for entry in rules.allow_hosts}
 
 
-def _allowed(address: Address) -> bool:
+def _allowed(address: Address, rules: Rules) -> bool:
     if is_public(address):
         return True
-    for entry in settings.ASKUSER_WEBHOOK_ALLOW_HOSTS:
+    for entry in rules.allow_hosts:
         try:
             if address in ipaddress.ip_network(entry, strict=False):
                 return True
@@ -76,18 +126,46 @@ def _allowed(address: Address) -> bool:
     return False
 
 
-def literal_refusal(host: str) -> str | None:
-    """At create time: why a host that names its address literally is refused, or None."""
-    if _allowed_by_name(host):
-        return None
-    name = host.lower().rstrip(".")
-    address = IPv4Address("127.0.0.1") if name == "localhost" or name.endswith(".localhost") else literal_address(host)
-    if address is None or _allowed(address):
-        return None
-    return (
-        f"must not point to a loopback, private or other non-public address ({address}); "
-        "set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 on the server to allow it"
-    )
+def _plain_host(host: str) -> bool:
+    """A name in letters, digits, hyphens, underscores and dots, or an IPv6 address without a zone:
+    nothing a resolver would read otherwise than it looks (``127.0.0.1%2e``)."""
+    if ":" in host:
+        return "%" not in host and literal_address(host) is not None
+    return bool(host) and all(char.isascii() and (char.isalnum() or char in "-_.") for char in host)
+
+
+def checked(url: str, rules: Rules) -> httpx.URL:
+    """``url`` as the sender reads it, or Unusable: not parsed by it, another scheme, credentials,
+    an odd host, another port, or an address it names literally that ``rules`` do not allow."""
+    try:
+        target = httpx.URL(url)
+    except httpx.InvalidURL as bad:  # ①②⑦.0.0.1: not a host name IDNA allows
+        raise Unusable(Flaw.NOT_A_URL) from bad
+    if target.port is not None and not 0 < target.port < 65536:
+        raise Unusable(Flaw.NOT_A_URL)
+    if target.scheme not in rules.schemes or not target.raw_host:
+        raise Unusable(Flaw.SCHEME)
+    if target.userinfo:
+        raise Unusable(Flaw.CREDENTIALS)
+    host = target.raw_host.decode("ascii")  # lower case, IDNA-encoded
+    if not _plain_host(host):
+        raise Unusable(Flaw.HOST)
+    address = _named_address(host)
+    if address is not None and not (_allowed_by_name(host, rules) or _allowed(address, rules)):
+        raise Unusable(Flaw.PRIVATE, address)
+    if rules.own_port_only and target.port is not None and not rules.allow_private:
+        raise Unusable(Flaw.PORT)
+    return target
+
+
+def _named_address(host: str) -> Address | None:
+    name = host.rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return IPv4Address("127.0.0.1")
+    return literal_address(name)
+
+
+# --- sending ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -99,25 +177,92 @@ class Pinned:
     extensions: dict[str, str]
 
 
-async def pin(url: str) -> Pinned:
+async def pin(url: str, rules: Rules) -> Pinned:
     """Resolve ``url``'s host and check every address; raise Refused, or OSError when it does not resolve."""
-    target = httpx.URL(url)
+    try:
+        target = checked(url, rules)
+    except Unusable as unusable:
+        if unusable.address is not None:
+            raise _private(rules, unusable.address) from unusable
+        raise Refused(f"refused: {rules.what} {unusable}") from unusable
     host = target.raw_host.decode("ascii")
-    address = await _checked_address(host, target.port or (443 if target.scheme == "https" else 80))
-    extensions = {"sni_hostname": host} if target.scheme == "https" else {}
+    address = await _checked_address(host, target.port or DEFAULT_PORTS[target.scheme], rules)
+    extensions = {"sni_hostname": host.rstrip(".")} if target.scheme == "https" else {}
     return Pinned(target.copy_with(host=str(address)), target.netloc.decode("ascii"), extensions)
 
 
-async def _checked_address(host: str, port: int) -> Address:
+async def _checked_address(host: str, port: int, rules: Rules) -> Address:
     literal = literal_address(host)
     if literal is not None:
         addresses = [literal]
     else:
         found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         addresses = list(dict.fromkeys(unmapped(ipaddress.ip_address(info[4][0])) for info in found))
-    if not _allowed_by_name(host):
+    if not _allowed_by_name(host, rules):
         # Every address, not only the first: the one connected to must be among those checked.
         for address in addresses:
-            if not _allowed(address):
-                raise Refused(f"refused: callback_url resolves to a private address ({address}); {ALLOW_HINT}")
+            if not _allowed(address, rules):
+                raise _private(rules, address)
     return addresses[0]
+
+
+def _private(rules: Rules, address: Address) -> Refused:
+    return Refused(f"refused: {rules.what} resolves to a private address ({address}); {rules.hint}")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the receiver said: its status, headers and the start of its body."""
+
+    status: int
+    headers: httpx.Headers
+    excerpt: str
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+async def post(url: str, body: bytes, headers: Mapping[str, str], rules: Rules, timeout: httpx.Timeout) -> Answer:
+    """POST ``body`` once to the address checked for ``url``. A redirect is an answer like any
+    other, never followed. Raises Refused, or httpx.HTTPError (a name that does not resolve, in
+    time or at all, is a ConnectTimeout or ConnectError)."""
+    pinned = await _pinned_in_time(url, rules, timeout.connect)
+    headers = {**headers, "Host": pinned.host_header}
+    # No proxy from the environment: the request must go to the address that was checked.
+    async with (
+        httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False, verify=trusted()) as http,
+        http.stream("POST", pinned.url, content=body, headers=headers, extensions=pinned.extensions) as response,
+    ):
+        excerpt = await _excerpt(response)
+    return Answer(response.status_code, response.headers, excerpt)
+
+
+async def _pinned_in_time(url: str, rules: Rules, seconds: float | None) -> Pinned:
+    try:
+        async with asyncio.timeout(seconds):
+            return await pin(url, rules)
+    except TimeoutError:
+        raise httpx.ConnectTimeout("the host name did not resolve in time") from None
+    except OSError as exc:  # the name did not resolve; it may later
+        raise httpx.ConnectError(f"the host name did not resolve ({exc})") from exc
+
+
+async def _excerpt(response: httpx.Response) -> str:
+    read = b""
+    async for chunk in response.aiter_raw():
+        read += chunk
+        if len(read) >= EXCERPT:
+            break
+    return read[:EXCERPT].decode(errors="replace")
+
+
+def trusted() -> ssl.SSLContext:
+    """The certificate authorities sends trust: ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` when set (as
+    OpenSSL reads them), else certifi's. Made once per value: loading them costs milliseconds."""
+    return _trusted(os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
+
+
+@functools.lru_cache(maxsize=4)
+def _trusted(cert_file: str, cert_dir: str) -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=True)  # reads the two variables above
