@@ -506,6 +506,7 @@ class PushSubscription(models.Model):
     device = models.CharField(max_length=200, blank=True, help_text="The browser and system, as a person reads them.")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, help_text="Why the last push failed (its status or error), for staff.")
 
     class Meta:
         ordering = ["user", "-created_at"]

@@ -418,6 +418,8 @@ ASKUSER_VAPID_PUBLIC_KEY = env_str("ASKUSER_VAPID_PUBLIC_KEY")  # derived from t
 ASKUSER_VAPID_SUBJECT = env_str("ASKUSER_VAPID_SUBJECT")
 # Push services are public; an endpoint on a private address is refused unless allowed (tests).
 ASKUSER_PUSH_ALLOW_PRIVATE = env_bool("ASKUSER_PUSH_ALLOW_PRIVATE")
+# Devices one person may link for Web Push (0: no cap); each new prompt is one push per device.
+ASKUSER_MAX_PUSH_DEVICES = env_int("ASKUSER_MAX_PUSH_DEVICES", 10)
 
 # "I need more time": each extension adds ASKUSER_EXTEND_SECONDS, at most
 # ASKUSER_EXTEND_TIMES times, never past ASKUSER_EXTEND_LIMIT_SECONDS after creation.

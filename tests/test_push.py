@@ -1,16 +1,19 @@
-"""Web Push end to end: pywebpush's real requests to a local push service (https on 127.0.0.1,
-trusted through REQUESTS_CA_BUNDLE), decrypted here with the browser's own keys, the VAPID
-signature checked against the server's public key; the settings routes; the service worker route."""
+"""Web Push end to end: real pushes to a local push service (https on 127.0.0.1, trusted through
+SSL_CERT_FILE), decrypted here with the browser's own keys, the VAPID signature checked against the
+server's public key; where pushes may not go; the settings routes; the service worker route."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import dataclasses
 import datetime
 import ipaddress
 import json
 import os
 import secrets
+import socket
 import ssl
 import stat
 import threading
@@ -23,6 +26,7 @@ from typing import Any
 import http_ece
 import jwt
 import pytest
+from asgiref.sync import async_to_sync
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -35,7 +39,7 @@ from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Temporary
 from askuser_app.delivery.notifiers.push import adapter as push
 from askuser_app.domain import contract, services
-from askuser_app.models import ChatMessage, Prompt, PushSubscription
+from askuser_app.models import ChatAttempt, ChatMessage, Prompt, PushSubscription
 from askuser_app.runtime.asyncdb import database_call
 from controlui import settings as project_settings
 
@@ -43,6 +47,8 @@ from .conftest import EXTRAS, QUESTION, payload
 from .test_client import until_async
 
 DEADLINE = 10
+LOOPBACK = ipaddress.ip_address("127.0.0.1")
+REBINDING = "push.rebinding.test"  # a name that answers a public address, then loopback
 CHROME_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 
 
@@ -139,7 +145,7 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(LOOPBACK), x509.DNSName(REBINDING)]), False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(public), False)
@@ -172,21 +178,15 @@ def _handler(service: PushService) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture
-def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
-    cert_file, key_file = _certificate(tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
+@contextlib.contextmanager
+def serving(context: ssl.SSLContext | None = None) -> Iterator[PushService]:
+    """A push service on 127.0.0.1: https with ``context``, plain http without."""
     service = PushService()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(service))
     server.daemon_threads = True
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    service.url = f"https://127.0.0.1:{server.server_address[1]}"
-    # requests' documented way to trust another certificate authority; pywebpush posts through requests.
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert_file))
-    settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the push service is on 127.0.0.1 here
-    settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
-    settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+    if context is not None:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    service.url = f"{'https' if context else 'http'}://127.0.0.1:{server.server_address[1]}"
     service.hold.set()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -196,6 +196,27 @@ def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
         service.hold.set()
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
+    cert_file, key_file = _certificate(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    # OpenSSL's (and httpx's) way to trust another certificate authority, which pushes honour.
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+    settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the push service is on 127.0.0.1 here
+    settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
+    settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+    with serving(context) as service:
+        yield service
+
+
+@pytest.fixture
+def inside() -> Iterator[PushService]:
+    """A server inside the network (plain http on loopback), which no push may reach."""
+    with serving() as service:
+        yield service
 
 
 def subscribed(user: Any, browser: Browser, device: str = "Chrome on Linux") -> PushSubscription:
@@ -346,7 +367,7 @@ def test_a_push_service_that_does_not_answer_in_time_is_tried_again_later(push_s
     row = subscribed(owner, Browser(push_service.endpoint("laptop")))
     push_service.hold.clear()
 
-    pushed = push.push(row, {"type": "test"}, timeout=0.5)
+    pushed = async_to_sync(push.push)(row, {"type": "test"}, timeout=0.5)
 
     push_service.hold.set()
     assert not pushed.ok and pushed.temporary and "could not be reached: ReadTimeout" in pushed.error
@@ -405,11 +426,117 @@ def test_a_device_added_moved_or_removed_is_followed_by_the_next_create(agent, o
 @pytest.mark.django_db
 def test_a_private_push_endpoint_is_refused_at_send_time_too(owner, settings):
     settings.ASKUSER_PUSH_ALLOW_PRIVATE = False
-    row = PushSubscription(user=owner, endpoint="https://127.0.0.1:9/push/x", p256dh="x", auth="y")
+    keys = Browser("https://127.0.0.1:9/push/x").to_json()["keys"]
+    row = PushSubscription(user=owner, endpoint="https://127.0.0.1:9/push/x", p256dh=keys["p256dh"], auth=keys["auth"])
 
-    pushed = push.push(row, {"type": "test"}, timeout=1)
+    pushed = async_to_sync(push.push)(row, {"type": "test"}, timeout=1)
 
-    assert not pushed.ok and not pushed.temporary and "public address" in pushed.error
+    assert not pushed.ok and not pushed.temporary and "resolves to a private address (127.0.0.1)" in pushed.error
+
+
+# --- where pushes may not go ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_redirect_from_the_push_service_is_not_followed_and_fails_the_device(
+    push_service, inside, agent, owner
+):
+    push_service.answer(307, {"Location": f"{inside.url}/admin/flush"})
+    await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
+    prompt = await ask(agent)
+    outbox.ensure_running()
+
+    failed = await row_of(prompt, "failed")
+
+    assert inside.received == []
+    assert len(push_service.at("laptop")) == 1  # not retried: the device failed for good
+    assert failed.last_error == "the push service answered 307"
+    device = await database_call(PushSubscription.objects.get)()
+    assert device.last_error == "the push service answered 307"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_device_stored_with_an_endpoint_the_sender_cannot_read_fails_at_once(push_service, agent, owner):
+    await database_call(subscribed)(owner, Browser("https://①②⑦.0.0.1/push/laptop"))  # before subscribe checked it
+    prompt = await ask(agent)
+    outbox.ensure_running()
+
+    failed = await row_of(prompt, "failed")
+
+    tries = await database_call(list)(ChatAttempt.objects.filter(message_id=failed.pk).values_list("error", flat=True))
+    assert tries == ["refused: the push endpoint is not a URL the server can send to"]
+
+
+@pytest.fixture
+def rebinding(monkeypatch) -> list[str]:
+    """A name service where REBINDING answers 127.0.0.1 first and 127.0.0.2 afterwards (DNS
+    rebinding); other names resolve as usual. The names it was asked, in order."""
+    resolve = socket.getaddrinfo
+    asked: list[str] = []
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in (REBINDING, REBINDING.encode()):
+            return resolve(host, port, *args, **kwargs)
+        asked.append(REBINDING)
+        return resolve("127.0.0.1" if len(asked) == 1 else "127.0.0.2", port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return asked
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_push_goes_to_the_address_that_was_checked(push_service, rebinding, agent, owner, monkeypatch):
+    # Only the first answer is allowed (as a public address would be); the second is not.
+    only_first = dataclasses.replace(push.rules(), allow_private=False, allow_hosts=("127.0.0.1/32",))
+    monkeypatch.setattr(push, "rules", lambda: dataclasses.replace(only_first, own_port_only=False))
+    port = push_service.url.rsplit(":", 1)[1]
+    browser = Browser(f"https://{REBINDING}:{port}/push/laptop")
+    await database_call(subscribed)(owner, browser)
+    await ask(agent)
+    outbox.ensure_running()
+
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+
+    assert rebinding == [REBINDING]  # resolved once, and the push went to that answer
+    assert received.headers["host"] == f"{REBINDING}:{port}"
+    assert browser.read(received.body)["type"] == "prompt"
+
+
+@pytest.mark.django_db
+def test_a_device_whose_push_cannot_be_made_is_not_reached_and_staff_see_why(push_service, owner, staff):
+    subscribed(owner, Browser(push_service.endpoint("laptop")), device="Chrome on Linux")
+    broken = subscribed(owner, Browser(push_service.endpoint("old")), device="Firefox on Android")
+    PushSubscription.objects.filter(pk=broken.pk).update(p256dh="x")  # stored by hand, not by a browser
+
+    response = browser_for(owner).post("/settings/push/test", headers={"HX-Request": "true"})
+
+    tried = tried_list(response.content.decode())
+    assert response.status_code == 200
+    assert "Chrome on Linux: delivered." in tried
+    assert "Firefox on Android: this device could not be reached." in tried
+    assert push_service.at("old") == []
+    admin = browser_for(staff).get("/admin/askuser_app/pushsubscription/").content.decode()
+    assert "Error: Invalid base64-encoded string" in admin
+
+
+@pytest.mark.django_db
+def test_the_test_notification_says_nothing_of_why_a_device_was_not_reached(push_service, inside, owner, staff):
+    subscribed(owner, Browser(push_service.endpoint("laptop")), device="Chrome on Linux")
+    push_service.answer(307, {"Location": f"{inside.url}/admin/flush"})
+
+    response = browser_for(owner).post("/settings/push/test", headers={"HX-Request": "true"})
+
+    tried = tried_list(response.content.decode())
+    assert "Chrome on Linux: this device could not be reached." in tried
+    assert "307" not in tried and "answered" not in tried
+    assert inside.received == []
+    admin = browser_for(staff).get("/admin/askuser_app/pushsubscription/").content.decode()
+    assert "the push service answered 307" in admin
+
+
+def tried_list(html: str) -> str:
+    """The test notification's results, as the settings partial shows them."""
+    return html.split('id="push-tried"', 1)[1].split("</ul>", 1)[0]
 
 
 # --- the settings routes --------------------------------------------------------------------------
@@ -467,6 +594,12 @@ def _keys(**changes: Any) -> dict[str, Any]:
         ({**_keys(), "endpoint": "https://127.0.0.1/x"}, "public address"),
         ({**_keys(), "endpoint": "https://localhost:8443/x"}, "public address"),
         ({**_keys(), "endpoint": "https://[::1]/x"}, "public address"),
+        ({**_keys(), "endpoint": "https://LOCALHOST./x"}, "public address"),
+        ({**_keys(), "endpoint": "https://127.0.0.1./x"}, "public address"),
+        ({**_keys(), "endpoint": "https://①②⑦.0.0.1/x"}, "valid https address"),
+        ({**_keys(), "endpoint": "https://127.0.0.1%2e/x"}, "plain https address"),
+        ({**_keys(), "endpoint": "https://user:pw@push.example/x"}, "plain https address"),
+        ({**_keys(), "endpoint": "https://8.8.8.8:22/x"}, "plain https address"),
         ({**_keys(), "endpoint": "https://x.example/" + "a" * 2100}, "endpoint"),
         ({"endpoint": "https://fcm.googleapis.com/x"}, "no keys"),
         (_keys(p256dh=None), "no p256dh"),
@@ -485,6 +618,28 @@ def test_a_bad_subscription_is_refused_and_nothing_is_stored(owner, body, said, 
     assert response.status_code == 400
     assert said in response.json()["error"]
     assert not PushSubscription.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_eleventh_device_is_refused_until_one_is_removed(owner, other_user):
+    client = browser_for(owner)
+    for number in range(10):
+        linked = post_json(client, "/settings/push/subscribe", Browser(f"https://push.example/{number}").to_json())
+        assert linked.status_code == 201
+    eleventh = Browser("https://push.example/eleventh").to_json()
+
+    refused = post_json(client, "/settings/push/subscribe", eleventh)
+    renewed = post_json(client, "/settings/push/subscribe", Browser("https://push.example/3").to_json())
+    theirs = post_json(browser_for(other_user), "/settings/push/subscribe", Browser("https://push.example/x").to_json())
+
+    assert refused.status_code == 400
+    assert refused.json()["error"] == (
+        "You get notifications on 10 devices already, the most this server allows. Remove a device first."
+    )
+    assert (renewed.status_code, theirs.status_code) == (201, 201)  # a linked device, another person
+    assert PushSubscription.objects.filter(user=owner).count() == 10
+    client.post("/settings/push/remove", {"device": PushSubscription.objects.filter(user=owner).first().pk})
+    assert post_json(client, "/settings/push/subscribe", eleventh).status_code == 201
 
 
 @pytest.mark.django_db
@@ -545,8 +700,8 @@ def test_the_test_notification_goes_to_every_device_now_and_says_which_got_it(pu
 
     html = response.content.decode()
     assert response.status_code == 200
-    assert "Sent to Chrome on Linux." in html
-    assert "Not sent to Firefox on Android: The browser no longer accepts notifications: removed." in html
+    assert "Chrome on Linux: delivered." in html
+    assert "Firefox on Android: this device could not be reached." in html
     [received] = push_service.at("laptop")
     assert laptop.read(received.body)["type"] == "test"
     assert list(PushSubscription.objects.values_list("device", flat=True)) == ["Chrome on Linux"]

@@ -14,7 +14,7 @@ from django.test import Client
 
 from askuser_app.agents.client import AskUserClient, sign, verify_signature
 from askuser_app.delivery import egress, webhooks
-from askuser_app.domain import contract, services
+from askuser_app.domain import addresses, contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 from askuser_app.runtime.asyncdb import database_call
 
@@ -256,6 +256,9 @@ def test_a_prompt_without_a_callback_url_records_no_delivery(api, owner):
         ("https://user:pw@agent.example.com/hook", "must not carry credentials"),
         ("https://agent.example.com/a hook", "must be a URL without spaces"),
         ("https://agent.example.com:port/hook", "must be a valid http:// or https:// URL"),
+        ("https://agent.example.com:99999/hook", "must be a valid http:// or https:// URL"),
+        ("http://①②⑦.0.0.1/hook", "must be a valid http:// or https:// URL"),  # the sender's parser refuses it
+        ("https://127.0.0.1%2e/hook", "must name its host in letters, digits, hyphens and dots"),
         ("https://agent.example.com/" + "h" * 2048, "must be at most 2048 characters"),
     ],
 )
@@ -284,6 +287,8 @@ PRIVATE_HOSTS = [
     ("[fe80::1]", "fe80::1"),
     ("0.0.0.0", "0.0.0.0"),
     ("224.0.0.1", "224.0.0.1"),
+    ("LOCALHOST.", "127.0.0.1"),
+    ("127.0.0.1.", "127.0.0.1"),
 ]
 
 
@@ -353,10 +358,29 @@ async def test_a_callback_name_resolving_to_a_private_address_is_refused_once_an
     assert receiver.requests == []
 
 
+@pytest.mark.django_db(transaction=True)
+async def test_a_callback_url_the_sender_cannot_parse_is_a_recorded_failed_attempt(agent):
+    """A delivery recorded before create time read URLs as the sender does: it fails once, recorded."""
+
+    def resolved_with_an_old_url() -> str:
+        prompt = ask_and_cancel(agent, "https://agent.example.com/hook")
+        WebhookDelivery.objects.filter(prompt_id=prompt).update(url="http://①②⑦.0.0.1/hook")
+        return prompt
+
+    prompt_id = await database_call(resolved_with_an_old_url)()
+
+    webhooks.ensure_running()
+    delivery = await until_async(lambda: delivery_of(prompt_id) if finished(prompt_id)() else None)
+
+    [attempt] = await database_call(list)(delivery.attempts.all())
+    assert delivery.status == "failed" and attempt.status_code is None
+    assert attempt.error == "refused: callback_url is not a URL the server can send to"
+
+
 async def test_a_send_goes_to_the_checked_address_with_the_name_in_host_and_tls(settings):
     settings.ASKUSER_WEBHOOK_ALLOW_HOSTS = ["localhost"]
 
-    pinned = await egress.pin("https://localhost:8443/askuser-hook?x=1")
+    pinned = await egress.pin("https://localhost:8443/askuser-hook?x=1", addresses.webhook_rules())
 
     assert pinned.url.host in ("127.0.0.1", "::1") and pinned.url.port == 8443
     assert pinned.url.path == "/askuser-hook" and pinned.url.query == b"x=1"

@@ -1,35 +1,44 @@
-"""Where webhooks may go: public addresses only, unless the operator allows more.
+"""The one way out of the process to an address on the network: webhooks and Web Push.
 
-A callback URL is chosen by the agent, and the server POSTs to it with retries
-(staff can read the start of each answer), so by default loopback, private,
-link-local, multicast and other non-public addresses are refused: at create
-time when the URL names one literally (in any form a resolver accepts, such as
-``0x7f000001``), and at send time after resolving the name. The request then
-goes to the very address that was checked, with the name in the ``Host``
-header and in TLS (SNI and certificate check), so a name that resolves
-elsewhere a moment later (DNS rebinding) cannot steer it.
-
-``ASKUSER_WEBHOOK_ALLOW_PRIVATE=1`` lifts the rule for servers whose agents
-run next to them; ``ASKUSER_WEBHOOK_ALLOW_HOSTS`` lifts it for some host
-names or networks only.
+The URL is checked when it is given (``domain.addresses``) and again here at
+send time, after resolving its name: every address it resolves to must be
+allowed by its ``Rules``. The request then goes to the very address that was
+checked, with the name in the ``Host`` header and in TLS (SNI and certificate
+check), so a name that resolves elsewhere a moment later (DNS rebinding)
+cannot steer it; it follows no redirect and uses no proxy from the
+environment.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
+import os
 import socket
+import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
 
-from askuser_app.domain.addresses import Address, allowed, allowed_by_name, literal_address, unmapped
+from askuser_app.domain.addresses import (
+    DEFAULT_PORTS,
+    Address,
+    Rules,
+    Unusable,
+    allowed,
+    allowed_by_name,
+    checked,
+    literal_address,
+    unmapped,
+)
 
-ALLOW_HINT = "set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 to allow"
+EXCERPT = 500  # bytes of an answer kept for the admin
 
 
 class Refused(Exception):
-    """The callback URL leads to an address the server may not POST to."""
+    """At send time: the URL leads to an address the server may not POST to."""
 
 
 @dataclass(frozen=True)
@@ -41,25 +50,92 @@ class Pinned:
     extensions: dict[str, str]
 
 
-async def pin(url: str) -> Pinned:
+async def pin(url: str, rules: Rules) -> Pinned:
     """Resolve ``url``'s host and check every address; raise Refused, or OSError when it does not resolve."""
-    target = httpx.URL(url)
+    try:
+        target = checked(url, rules)
+    except Unusable as unusable:
+        if unusable.address is not None:
+            raise _private(rules, unusable.address) from unusable
+        raise Refused(f"refused: {rules.what} {unusable}") from unusable
     host = target.raw_host.decode("ascii")
-    address = await _checked_address(host, target.port or (443 if target.scheme == "https" else 80))
-    extensions = {"sni_hostname": host} if target.scheme == "https" else {}
+    address = await _checked_address(host, target.port or DEFAULT_PORTS[target.scheme], rules)
+    extensions = {"sni_hostname": host.rstrip(".")} if target.scheme == "https" else {}
     return Pinned(target.copy_with(host=str(address)), target.netloc.decode("ascii"), extensions)
 
 
-async def _checked_address(host: str, port: int) -> Address:
+async def _checked_address(host: str, port: int, rules: Rules) -> Address:
     literal = literal_address(host)
     if literal is not None:
         addresses = [literal]
     else:
         found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         addresses = list(dict.fromkeys(unmapped(ipaddress.ip_address(info[4][0])) for info in found))
-    if not allowed_by_name(host):
+    if not allowed_by_name(host, rules):
         # Every address, not only the first: the one connected to must be among those checked.
         for address in addresses:
-            if not allowed(address):
-                raise Refused(f"refused: callback_url resolves to a private address ({address}); {ALLOW_HINT}")
+            if not allowed(address, rules):
+                raise _private(rules, address)
     return addresses[0]
+
+
+def _private(rules: Rules, address: Address) -> Refused:
+    return Refused(f"refused: {rules.what} resolves to a private address ({address}); {rules.hint}")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the receiver said: its status, headers and the start of its body."""
+
+    status: int
+    headers: httpx.Headers
+    excerpt: str
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+async def post(url: str, body: bytes, headers: Mapping[str, str], rules: Rules, timeout: httpx.Timeout) -> Answer:
+    """POST ``body`` once to the address checked for ``url``. A redirect is an answer like any
+    other, never followed. Raises Refused, or httpx.HTTPError (a name that does not resolve, in
+    time or at all, is a ConnectTimeout or ConnectError)."""
+    pinned = await _pinned_in_time(url, rules, timeout.connect)
+    headers = {**headers, "Host": pinned.host_header}
+    # No proxy from the environment: the request must go to the address that was checked.
+    async with (
+        httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False, verify=trusted()) as http,
+        http.stream("POST", pinned.url, content=body, headers=headers, extensions=pinned.extensions) as response,
+    ):
+        excerpt = await _excerpt(response)
+    return Answer(response.status_code, response.headers, excerpt)
+
+
+async def _pinned_in_time(url: str, rules: Rules, seconds: float | None) -> Pinned:
+    try:
+        async with asyncio.timeout(seconds):
+            return await pin(url, rules)
+    except TimeoutError:
+        raise httpx.ConnectTimeout("the host name did not resolve in time") from None
+    except OSError as exc:  # the name did not resolve; it may later
+        raise httpx.ConnectError(f"the host name did not resolve ({exc})") from exc
+
+
+async def _excerpt(response: httpx.Response) -> str:
+    read = b""
+    async for chunk in response.aiter_raw():
+        read += chunk
+        if len(read) >= EXCERPT:
+            break
+    return read[:EXCERPT].decode(errors="replace")
+
+
+def trusted() -> ssl.SSLContext:
+    """The certificate authorities sends trust: ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` when set (as
+    OpenSSL reads them), else certifi's. Made once per value: loading them costs milliseconds."""
+    return _trusted(os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
+
+
+@functools.lru_cache(maxsize=4)
+def _trusted(cert_file: str, cert_dir: str) -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=True)  # reads the two variables above

@@ -311,8 +311,8 @@ async def _try(claimed: Claimed) -> None:
 async def attempt(claimed: Claimed) -> Outcome:
     """One send or edit through the channel's adapter, its failure as an Outcome."""
 
-    adapter = installed()[claimed.channel]
     try:
+        adapter = installed()[claimed.channel]
         with translation.override(claimed.language):  # the words an adapter adds are the owner's language too
             if claimed.action == "send":
                 assert claimed.card is not None

@@ -43,6 +43,7 @@ from django.utils import timezone
 
 from askuser_app.agents.client import SIGNATURE_HEADER, sign
 from askuser_app.delivery import egress
+from askuser_app.domain import addresses
 from askuser_app.models import WebhookAttempt, WebhookDelivery, WebhookHost
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.background import Loop
@@ -58,7 +59,6 @@ CONCURRENCY = 16  # attempts in flight per process
 # holds at most this many of the CONCURRENCY slots, the rest serve other hosts.
 PER_HOST = 2
 BACKOFF_CAP = 1800.0
-EXCERPT = 500
 
 
 def attempts_allowed() -> int:
@@ -185,7 +185,11 @@ def next_due() -> datetime | None:
 
 async def _attempt(claimed: Claimed) -> None:
     started_at, began = timezone.now(), time.monotonic()
-    outcome = await send(claimed)
+    try:
+        outcome = await send(claimed)
+    except Exception as exc:  # a bug must not leave the attempt unrecorded (and retried only when its lease ends)
+        log.exception("Webhook attempt %s of delivery %s failed.", claimed.number, claimed.delivery_id)
+        outcome = Outcome(None, f"{type(exc).__name__}: {exc}")
     duration_ms = round((time.monotonic() - began) * 1000)
     try:
         await database_call(record)(claimed, started_at, duration_ms, outcome)
@@ -215,37 +219,16 @@ async def send(claimed: Claimed) -> Outcome:
         "Askuser-Delivery": str(claimed.delivery_id),
         "Askuser-Attempt": str(claimed.number),
     }
-    timeout = settings.ASKUSER_WEBHOOK_TIMEOUT
+    timeout = httpx.Timeout(settings.ASKUSER_WEBHOOK_TIMEOUT)
     try:
-        pinned = await asyncio.wait_for(egress.pin(claimed.url), timeout)
+        answer = await egress.post(claimed.url, body, headers, addresses.webhook_rules(), timeout)
     except egress.Refused as refused:
         return Outcome(None, str(refused), final=True)
-    except TimeoutError:
-        return Outcome(None, "ConnectTimeout: the host name did not resolve in time", timed_out=True)
-    except OSError as exc:  # the name did not resolve; it may later
-        return Outcome(None, f"ConnectError: the host name did not resolve ({exc})")
-    headers["Host"] = pinned.host_header
-    try:
-        # No proxy from the environment: the request must go to the address that was checked.
-        async with (
-            httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False) as http,
-            http.stream("POST", pinned.url, content=body, headers=headers, extensions=pinned.extensions) as response,
-        ):
-            excerpt = await _excerpt(response)
     except httpx.HTTPError as exc:
         error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return Outcome(None, error, timed_out=isinstance(exc, httpx.TimeoutException))
-    error = "" if response.is_success else f"the receiver answered HTTP {response.status_code}"
-    return Outcome(response.status_code, error, excerpt)
-
-
-async def _excerpt(response: httpx.Response) -> str:
-    read = b""
-    async for chunk in response.aiter_raw():
-        read += chunk
-        if len(read) >= EXCERPT:
-            break
-    return read[:EXCERPT].decode(errors="replace")
+    error = "" if answer.ok else f"the receiver answered HTTP {answer.status}"
+    return Outcome(answer.status, error, answer.excerpt)
 
 
 def record(claimed: Claimed, started_at: datetime, duration_ms: int, outcome: Outcome) -> None:

@@ -1,20 +1,72 @@
-"""Which network addresses askuser may send to: public ones, unless the operator allows more.
+"""Where the server's own requests may go: public addresses only, unless the operator allows more.
 
-A URL given to askuser (an agent's callback URL, a browser's push endpoint)
-is judged here when it is given, if its host names an address literally (in
-any form a resolver accepts, such as ``0x7f000001``), and again by
-``delivery.egress`` after resolving the name, right before sending.
+A callback URL is chosen by an agent and a push endpoint by a browser, and the
+server POSTs to both, so by default loopback, private, link-local, multicast
+and other non-public addresses are refused: here when the URL is given, if it
+names one literally (in any form a resolver accepts, such as ``0x7f000001`` or
+``localhost.``), and by ``delivery.egress`` at send time after resolving the
+name. Both read the URL with the sender's own parser (httpx: IDNA, ``①②⑦``
+refused), so what was checked is what is sent.
+
+Each kind of request has its ``Rules``: webhooks' are lifted by
+``ASKUSER_WEBHOOK_ALLOW_PRIVATE=1`` or, for some host names or networks, by
+``ASKUSER_WEBHOOK_ALLOW_HOSTS``; pushes' by ``ASKUSER_PUSH_ALLOW_PRIVATE=1``.
 """
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import socket
+from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 
+import httpx
 from django.conf import settings
 
 Address = IPv4Address | IPv6Address
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Where one kind of request may go."""
+
+    what: str  # the URL's name in a refusal: "callback_url", "the push endpoint"
+    schemes: frozenset[str]
+    hint: str  # how the operator allows a non-public address
+    allow_private: bool = False
+    allow_hosts: tuple[str, ...] = ()  # host names and networks allowed although not public
+    own_port_only: bool = False  # only the scheme's own port (unless private addresses are allowed)
+
+
+def webhook_rules() -> Rules:
+    return Rules(
+        "callback_url",
+        frozenset(DEFAULT_PORTS),
+        "set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 to allow",
+        settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE,
+        tuple(settings.ASKUSER_WEBHOOK_ALLOW_HOSTS),
+    )
+
+
+class Flaw(enum.Enum):
+    """Why a URL is refused before anything is sent; each surface words it for its readers."""
+
+    NOT_A_URL = "is not a URL the server can send to"
+    SCHEME = "has a scheme the server does not send to, or no host"
+    CREDENTIALS = "carries a user name or password"
+    HOST = "writes its host with characters other than letters, digits, hyphens and dots"
+    PORT = "names a port other than its scheme's own"
+    PRIVATE = "names a loopback, private or other non-public address"
+
+
+class Unusable(ValueError):
+    """A URL the server will not send to, whatever its name resolves to."""
+
+    def __init__(self, flaw: Flaw, address: Address | None = None) -> None:
+        super().__init__(flaw.value + (f" ({address})" if address is not None else ""))
+        self.flaw, self.address = flaw, address
 
 
 def literal_address(host: str) -> Address | None:
@@ -42,16 +94,16 @@ def is_public(address: Address) -> bool:
     return address.is_global and not (address.is_multicast or address.is_reserved)
 
 
-def allowed_by_name(host: str) -> bool:
-    if settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE:
+def allowed_by_name(host: str, rules: Rules) -> bool:
+    if rules.allow_private:
         return True
-    return host.lower().rstrip(".") in {entry.lower() for entry in settings.ASKUSER_WEBHOOK_ALLOW_HOSTS}
+    return host.rstrip(".") in {entry.lower() for entry in rules.allow_hosts}
 
 
-def allowed(address: Address) -> bool:
+def allowed(address: Address, rules: Rules) -> bool:
     if is_public(address):
         return True
-    for entry in settings.ASKUSER_WEBHOOK_ALLOW_HOSTS:
+    for entry in rules.allow_hosts:
         try:
             if address in ipaddress.ip_network(entry, strict=False):
                 return True
@@ -60,15 +112,40 @@ def allowed(address: Address) -> bool:
     return False
 
 
-def literal_refusal(host: str) -> str | None:
-    """At create time: why a host that names its address literally is refused, or None."""
-    if allowed_by_name(host):
-        return None
-    name = host.lower().rstrip(".")
-    address = IPv4Address("127.0.0.1") if name == "localhost" or name.endswith(".localhost") else literal_address(host)
-    if address is None or allowed(address):
-        return None
-    return (
-        f"must not point to a loopback, private or other non-public address ({address}); "
-        "set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 on the server to allow it"
-    )
+def _plain_host(host: str) -> bool:
+    """A name in letters, digits, hyphens, underscores and dots, or an IPv6 address without a zone:
+    nothing a resolver would read otherwise than it looks (``127.0.0.1%2e``)."""
+    if ":" in host:
+        return "%" not in host and literal_address(host) is not None
+    return bool(host) and all(char.isascii() and (char.isalnum() or char in "-_.") for char in host)
+
+
+def checked(url: str, rules: Rules) -> httpx.URL:
+    """``url`` as the sender reads it, or Unusable: not parsed by it, another scheme, credentials,
+    an odd host, another port, or an address it names literally that ``rules`` do not allow."""
+    try:
+        target = httpx.URL(url)
+    except httpx.InvalidURL as bad:  # ①②⑦.0.0.1: not a host name IDNA allows
+        raise Unusable(Flaw.NOT_A_URL) from bad
+    if target.port is not None and not 0 < target.port < 65536:
+        raise Unusable(Flaw.NOT_A_URL)
+    if target.scheme not in rules.schemes or not target.raw_host:
+        raise Unusable(Flaw.SCHEME)
+    if target.userinfo:
+        raise Unusable(Flaw.CREDENTIALS)
+    host = target.raw_host.decode("ascii")  # lower case, IDNA-encoded
+    if not _plain_host(host):
+        raise Unusable(Flaw.HOST)
+    address = _named_address(host)
+    if address is not None and not (allowed_by_name(host, rules) or allowed(address, rules)):
+        raise Unusable(Flaw.PRIVATE, address)
+    if rules.own_port_only and target.port is not None and not rules.allow_private:
+        raise Unusable(Flaw.PORT)
+    return target
+
+
+def _named_address(host: str) -> Address | None:
+    name = host.rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return IPv4Address("127.0.0.1")
+    return literal_address(name)

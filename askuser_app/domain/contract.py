@@ -14,7 +14,6 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
 import regex
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
@@ -99,23 +98,31 @@ def _not_other(label: str) -> str:
     return label
 
 
+# What an agent reads when its callback_url is refused, by the flaw found.
+_CALLBACK_FLAWS = {
+    addresses.Flaw.NOT_A_URL: "must be a valid http:// or https:// URL",
+    addresses.Flaw.SCHEME: "must be an http:// or https:// URL with a host, e.g. https://agent.example.com/askuser",
+    addresses.Flaw.CREDENTIALS: "must not carry credentials; check the Askuser-Signature header instead",
+    addresses.Flaw.HOST: "must name its host in letters, digits, hyphens and dots (no %-escapes)",
+    addresses.Flaw.PORT: "must use its scheme's own port",
+}
+
+
 def _callback_url(url: str) -> str:
+    """Read with the sender's own parser, so that a URL accepted here is one the delivery can send to."""
     if any(char.isspace() for char in url) or control_character(url, allowed=""):
         raise invalid("must be a URL without spaces or control characters")
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (raises on a port that is not a number)
-    except ValueError:
-        raise invalid("must be a valid http:// or https:// URL") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise invalid("must be an http:// or https:// URL with a host, e.g. https://agent.example.com/askuser")
-    if parts.username is not None or parts.password is not None:
-        raise invalid("must not carry credentials; check the Askuser-Signature header instead")
-    if parts.fragment:
+        target = addresses.checked(url, addresses.webhook_rules())
+    except addresses.Unusable as unusable:
+        if unusable.flaw is addresses.Flaw.PRIVATE:
+            raise invalid(
+                f"must not point to a loopback, private or other non-public address ({unusable.address}); "
+                "set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 on the server to allow it"
+            ) from None
+        raise invalid(_CALLBACK_FLAWS[unusable.flaw]) from None
+    if target.fragment:
         raise invalid("must not have a #fragment")
-    refusal = addresses.literal_refusal(parts.hostname)
-    if refusal:
-        raise invalid(refusal)
     return url
 
 

@@ -54,6 +54,7 @@ from askuser_app.models import (
     ChatMessage,
     Option,
     Prompt,
+    PushSubscription,
     Question,
     Run,
     Session,
@@ -929,3 +930,21 @@ class ChatMessageAdmin(HistoryAdmin):
         "last_error",
     ]
     inlines = [ChatAttemptInline]
+
+
+@admin.register(PushSubscription)
+class PushSubscriptionAdmin(ModelAdmin):
+    """Each person's Web Push devices, and why the last push to one failed: the person is
+    told only whether a test notification was delivered. Staff who may delete one remove it."""
+
+    list_display = ["user", "device", "created_at", "last_used_at", "last_error"]
+    search_fields = ["user__username", "device"]
+    list_select_related = ["user"]
+    readonly_fields = ["user", "device", "endpoint", "created_at", "last_used_at", "last_error"]
+    exclude = ["p256dh", "auth"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

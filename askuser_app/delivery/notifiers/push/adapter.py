@@ -11,10 +11,15 @@ For each new prompt the outbox has one row per subscription of its owner
 and the service worker closes the notification. A subscription the push
 service no longer knows (404, 410) is deleted.
 
-pywebpush is synchronous (``requests``), so every push runs in a thread.
-Push services are public: an endpoint must be https and, unless
-``ASKUSER_PUSH_ALLOW_PRIVATE``, on a public address, checked when the browser
-subscribes and again, after resolving, before each push.
+Each push is encrypted for its browser (aes128gcm) by ``pywebpush`` and
+signed (VAPID) by ``py_vapid``, then POSTed as webhooks are
+(``askuser_app/delivery/egress.py``): to the address checked after resolving the
+endpoint's name, never following a redirect (a 3xx fails that device), with
+no proxy from the environment, within a connect timeout of its own. An
+endpoint must be https on the default port and, unless
+``ASKUSER_PUSH_ALLOW_PRIVATE``, on a public address, read with the sender's
+own parser when the browser subscribes and again before each push. A person
+links at most ``ASKUSER_MAX_PUSH_DEVICES`` devices.
 """
 
 from __future__ import annotations
@@ -24,21 +29,20 @@ import base64
 import binascii
 import email.utils
 import functools
-import ipaddress
 import json
 import logging
-import socket
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-import requests
+import httpx
+from asgiref.sync import async_to_sync
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.urls import URLPattern
@@ -46,10 +50,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from py_vapid import Vapid
-from pywebpush import WebPushException, webpush
+from pywebpush import WebPusher
 
+from askuser_app.delivery import egress
 from askuser_app.delivery.chats.base import Card, Closed, Permanent, Recipient, Ref, Temporary
-from askuser_app.domain.addresses import is_public, literal_address
+from askuser_app.domain import addresses
 from askuser_app.models import PushSubscription
 from askuser_app.runtime.asyncdb import database_call
 
@@ -63,8 +68,11 @@ log = logging.getLogger("askuser")
 MAX_TITLE = 120
 MAX_BODY = 600  # a push carries at most 4 KiB; notifications show a few lines anyway
 TTL = 12 * 60 * 60  # a phone that is off gets it within this; a prompt rarely waits longer
+VAPID_LIFETIME = 12 * 60 * 60  # how long a push service takes our signature (RFC 8292: at most a day)
+CONNECT_TIMEOUT = 5.0  # a push service that takes longer to accept a connection is not there
 TEST_TAG = "askuser-test"
 GONE = (404, 410)
+LAST_ERROR = 500  # characters of a failure kept on the device's row
 
 
 def tag(prompt_id: Any) -> str:
@@ -121,17 +129,29 @@ class Invalid(Exception):
     """A subscription the server will not store; the message says why, for the person."""
 
 
+def rules() -> addresses.Rules:
+    """Where pushes may go: https on its own port, to public addresses (unless allowed)."""
+    return addresses.Rules(
+        "the push endpoint",
+        frozenset({"https"}),
+        "set ASKUSER_PUSH_ALLOW_PRIVATE=1 to allow",
+        allow_private=settings.ASKUSER_PUSH_ALLOW_PRIVATE,
+        own_port_only=True,
+    )
+
+
 def _refusal(endpoint: str) -> str | None:
-    """Why the server will not push to ``endpoint`` (named literally), or None."""
-    parts = urlsplit(endpoint)
-    if parts.scheme != "https" or not parts.hostname:
-        return _("A push endpoint must be an https address.")
-    if settings.ASKUSER_PUSH_ALLOW_PRIVATE:
-        return None
-    host = parts.hostname
-    address = literal_address(host)
-    if host == "localhost" or host.endswith(".localhost") or (address is not None and not is_public(address)):
-        return _("A push endpoint must be on a public address.")
+    """Why the server will not push to ``endpoint`` (as far as the URL itself tells), or None."""
+    try:
+        addresses.checked(endpoint, rules())
+    except addresses.Unusable as unusable:
+        if unusable.flaw is addresses.Flaw.PRIVATE:
+            return _("A push endpoint must be on a public address.")
+        if unusable.flaw is addresses.Flaw.NOT_A_URL:
+            return _("A push endpoint must be a valid https address.")
+        if unusable.flaw is addresses.Flaw.SCHEME:
+            return _("A push endpoint must be an https address.")
+        return _("A push endpoint must be a plain https address: no user name, no port, no escaped characters.")
     return None
 
 
@@ -178,14 +198,34 @@ class Subscription:
 
 def subscribe(user: User, subscription: Subscription, user_agent: str) -> PushSubscription:
     """Store this browser's subscription for ``user`` (the same endpoint again updates it;
-    a browser someone else used before is now this person's)."""
+    a browser someone else used before is now this person's); Invalid past the device cap."""
     fields = {"user": user, "p256dh": subscription.p256dh, "auth": subscription.auth, "device": device_name(user_agent)}
     try:
         with transaction.atomic():
+            # The person's row locked: two subscribes at once cannot both take the last place.
+            get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+            _room_for(user, subscription.endpoint)
             saved, _made = PushSubscription.objects.update_or_create(endpoint=subscription.endpoint, defaults=fields)
     except IntegrityError:  # the same browser subscribing twice at once: the other request stored it
         saved = PushSubscription.objects.get(endpoint=subscription.endpoint)
     return saved
+
+
+def _room_for(user: User, endpoint: str) -> None:
+    """Invalid when ``user`` has as many devices as allowed and ``endpoint`` is not one of them."""
+    most: int = settings.ASKUSER_MAX_PUSH_DEVICES
+    mine = PushSubscription.objects.filter(user=user)
+    if most and not mine.filter(endpoint=endpoint).exists() and mine.count() >= most:
+        raise Invalid(
+            ngettext(
+                "You get notifications on %(count)d device already, the most this server allows. "
+                "Remove a device first.",
+                "You get notifications on %(count)d devices already, the most this server allows. "
+                "Remove a device first.",
+                most,
+            )
+            % {"count": most}
+        )
 
 
 def unsubscribe(user: User, endpoint: str) -> bool:
@@ -226,23 +266,6 @@ def device_name(user_agent: str) -> str:
 # --- sending ------------------------------------------------------------------------------------
 
 
-def _check_address(endpoint: str) -> None:
-    """Resolve the endpoint's host: every address must be public (unless allowed)."""
-    if settings.ASKUSER_PUSH_ALLOW_PRIVATE:
-        return
-    refusal = _refusal(endpoint)
-    if refusal:
-        raise Permanent(refusal)
-    host = urlsplit(endpoint).hostname or ""
-    try:
-        found = socket.getaddrinfo(host, 443, type=socket.SOCK_STREAM)
-    except OSError as failed:
-        raise Temporary(f"the push service's name does not resolve: {failed}") from failed
-    for info in found:
-        if not is_public(ipaddress.ip_address(info[4][0])):
-            raise Permanent(f"the push endpoint resolves to a private address ({info[4][0]})")
-
-
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
@@ -262,34 +285,52 @@ class Pushed:
     ok: bool
     status: int | None = None
     error: str = ""
-    gone: bool = False  # 404/410: the browser unsubscribed, or the subscription expired
     retry_after: float | None = None
+    refused: bool = False  # not sent: the endpoint leads where pushes may not go
+
+    @property
+    def gone(self) -> bool:
+        """404/410: the browser unsubscribed, or the subscription expired."""
+        return self.status in GONE
 
     @property
     def temporary(self) -> bool:
-        return self.status is None or self.status == 429 or self.status >= 500
+        return not self.refused and (self.status is None or self.status == 429 or self.status >= 500)
 
 
-def push(row: PushSubscription, message: dict[str, Any], *, timeout: float) -> Pushed:
-    """One push to one subscription, synchronously (call it in a thread)."""
+def _sealed(row: PushSubscription, message: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    """The message encrypted for this browser's keys (RFC 8291), and the headers that sign it (RFC 8292)."""
     info = {"endpoint": row.endpoint, "keys": {"p256dh": row.p256dh, "auth": row.auth}}
-    claims: dict[str, str | int] = {"sub": subject()}
-    data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    body: bytes = WebPusher(info).encode(data, "aes128gcm")["body"]
+    endpoint = urlsplit(row.endpoint)  # the push service's origin, as pywebpush names it
+    claims = {
+        "sub": subject(),
+        "aud": f"{endpoint.scheme}://{endpoint.netloc}",
+        "exp": int(time.time()) + VAPID_LIFETIME,
+    }
+    signed: dict[str, str] = vapid().sign(claims)
+    return body, {**signed, "Content-Encoding": "aes128gcm", "TTL": str(TTL)}
+
+
+async def push(row: PushSubscription, message: dict[str, Any], *, timeout: float) -> Pushed:
+    """One push to one subscription; any failure is a Pushed that says why."""
+    limits = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
     try:
-        _check_address(row.endpoint)
-        response = webpush(info, data, vapid_private_key=vapid(), vapid_claims=claims, timeout=timeout, ttl=TTL)
-    except WebPushException as refused:
-        status = refused.status_code
-        error = f"the push service answered {status}" if status else str(refused)
-        return Pushed(False, status, error, gone=status in GONE, retry_after=_retry_after(refused.retry_after))
-    except requests.RequestException as failed:
+        body, headers = _sealed(row, message)
+        answer = await egress.post(row.endpoint, body, headers, rules(), limits)
+    except egress.Refused as refused:
+        return Pushed(False, None, str(refused), refused=True)
+    except httpx.HTTPError as failed:
         return Pushed(False, None, f"the push service could not be reached: {type(failed).__name__}")
-    except Permanent as refused:
-        return Pushed(False, 400, str(refused))
-    except Temporary as failed:
-        return Pushed(False, None, str(failed))
-    status_code = response.status_code if isinstance(response, requests.Response) else None
-    return Pushed(True, status_code)
+    except Exception as exc:  # a key that does not work, a library's surprise: this push fails, the others go on
+        log.exception("A push to device %s failed.", row.pk)
+        return Pushed(False, None, f"{type(exc).__name__}: {exc}")
+    if answer.ok:
+        return Pushed(True, answer.status)
+    # A redirect is not followed: the device failed, as for any other status that is not 2xx.
+    retry_after = _retry_after(answer.headers.get("Retry-After"))
+    return Pushed(False, answer.status, f"the push service answered {answer.status}", retry_after=retry_after)
 
 
 def _forget(row: PushSubscription) -> None:
@@ -299,7 +340,12 @@ def _forget(row: PushSubscription) -> None:
 
 
 def _touch(row: PushSubscription) -> None:
-    PushSubscription.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    PushSubscription.objects.filter(pk=row.pk).update(last_used_at=timezone.now(), last_error="")
+
+
+def _failed(row: PushSubscription, error: str) -> None:
+    """Why the last push to this device failed, for staff (the person is told only that it did)."""
+    PushSubscription.objects.filter(pk=row.pk).update(last_error=error[:LAST_ERROR])
 
 
 def _pushed_or_raise(pushed: Pushed) -> None:
@@ -313,7 +359,7 @@ def _pushed_or_raise(pushed: Pushed) -> None:
 
 
 def _time_for_one_push() -> float:
-    # A little under the outbox's own limit, so that requests gives up first and says why.
+    # A little under the outbox's own limit, so that the push gives up first and says why.
     seconds: float = settings.ASKUSER_CHAT_TIMEOUT
     return max(1.0, seconds - 1.0)
 
@@ -323,13 +369,20 @@ async def _push_to(subscription_id: int, message: dict[str, Any]) -> PushSubscri
     row = await database_call(PushSubscription.objects.filter(pk=subscription_id).first)()
     if row is None:
         return None
-    pushed = await asyncio.to_thread(push, row, message, timeout=_time_for_one_push())
-    if pushed.gone:
-        await database_call(_forget)(row)
-    elif pushed.ok:
-        await database_call(_touch)(row)
+    pushed = await push(row, message, timeout=_time_for_one_push())
+    await database_call(_noted)(row, pushed)
     _pushed_or_raise(pushed)
     return row
+
+
+def _noted(row: PushSubscription, pushed: Pushed) -> None:
+    """The device's row after a push: forgotten when gone, else when it last took one or why it failed."""
+    if pushed.gone:
+        _forget(row)
+    elif pushed.ok:
+        _touch(row)
+    else:
+        _failed(row, pushed.error)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -406,13 +459,14 @@ adapter = PushAdapter()
 
 @dataclass(frozen=True)
 class Tried:
+    """What the person is told of one device: delivered or not, nothing of why (staff see that)."""
+
     device: str
     ok: bool
-    error: str = ""
 
 
 def send_test(user: User) -> list[Tried]:
-    """A test notification to every device of ``user``, now, in parallel; what each push service said."""
+    """A test notification to every device of ``user``, now, all at once; which took it."""
     rows = list(PushSubscription.objects.filter(user=user))
     if not rows:
         return []
@@ -424,16 +478,11 @@ def send_test(user: User) -> list[Tried]:
         "url": settings.ASKUSER_PUBLIC_URL + "/settings/",
         "sent_at": int(time.time()),
     }
-    with ThreadPoolExecutor(max_workers=min(8, len(rows))) as pool:
-        results = list(pool.map(lambda row: push(row, message, timeout=10.0), rows))
-    tried = []
+    results = async_to_sync(_push_each)(rows, message)
     for row, pushed in zip(rows, results, strict=True):
-        if pushed.gone:
-            _forget(row)
-            tried.append(Tried(row.device, False, _("The browser no longer accepts notifications: removed.")))
-        elif pushed.ok:
-            _touch(row)
-            tried.append(Tried(row.device, True))
-        else:
-            tried.append(Tried(row.device, False, pushed.error))
-    return tried
+        _noted(row, pushed)
+    return [Tried(row.device, pushed.ok) for row, pushed in zip(rows, results, strict=True)]
+
+
+async def _push_each(rows: list[PushSubscription], message: dict[str, Any]) -> list[Pushed]:
+    return list(await asyncio.gather(*(push(row, message, timeout=10.0) for row in rows)))

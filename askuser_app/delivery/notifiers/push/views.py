@@ -87,9 +87,9 @@ def subscribe(request: LoggedInRequest) -> JsonResponse:
         return _refused(_("Send the browser's subscription as JSON."))
     try:
         subscription = push.Subscription.of(data)
-    except push.Invalid as refused:
+        saved = push.subscribe(request.user, subscription, request.headers.get("User-Agent", ""))
+    except push.Invalid as refused:  # a bad subscription, or one device too many
         return _refused(str(refused))
-    saved = push.subscribe(request.user, subscription, request.headers.get("User-Agent", ""))
     return JsonResponse({"id": saved.pk, "device": saved.device}, status=201)
 
 
@@ -123,7 +123,8 @@ def remove(request: LoggedInRequest) -> HttpResponse:
 @login_required
 @require_POST
 def test(request: LoggedInRequest) -> HttpResponse:
-    """ "Send me a test notification": to every device of the person, now; the page says which got it."""
+    """ "Send me a test notification": to every device of the person, now; the page says which got it
+    (and nothing of why one did not: its status stays in the admin)."""
     if not push.adapter.configured():
         return _refused(_("Web Push is turned off on this server."), status=404)
     tried = push.send_test(request.user)
@@ -133,7 +134,7 @@ def test(request: LoggedInRequest) -> HttpResponse:
         messages.info(request, _("No device gets notifications yet."))
     for one in tried:
         if one.ok:
-            messages.info(request, _("Sent to %(device)s.") % {"device": one.device})
+            messages.info(request, _("%(device)s: delivered.") % {"device": one.device})
         else:
-            messages.error(request, _("Not sent to %(device)s: %(error)s") % {"device": one.device, "error": one.error})
+            messages.error(request, _("%(device)s: this device could not be reached.") % {"device": one.device})
     return redirect("settings")
