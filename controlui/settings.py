@@ -359,14 +359,14 @@ LOGOUT_REDIRECT_URL = "login"
 
 # Webhooks: attempts per delivery, the first retry's delay (doubling after), seconds per attempt.
 ASKUSER_WEBHOOK_ATTEMPTS = env_int("ASKUSER_WEBHOOK_ATTEMPTS", 10)
-ASKUSER_WEBHOOK_RETRY_BASE = float(env_str("ASKUSER_WEBHOOK_RETRY_BASE") or 5)
-ASKUSER_WEBHOOK_TIMEOUT = float(env_str("ASKUSER_WEBHOOK_TIMEOUT") or 10)
+ASKUSER_WEBHOOK_RETRY_BASE = env_float("ASKUSER_WEBHOOK_RETRY_BASE", 5)
+ASKUSER_WEBHOOK_TIMEOUT = env_float("ASKUSER_WEBHOOK_TIMEOUT", 10)
 # Webhooks go to public addresses only, unless allowed: all (for agents running
 # next to the server), or some host names and networks (host1,10.0.0.0/8).
 ASKUSER_WEBHOOK_ALLOW_PRIVATE = env_bool("ASKUSER_WEBHOOK_ALLOW_PRIVATE")
 ASKUSER_WEBHOOK_ALLOW_HOSTS = env_list("ASKUSER_WEBHOOK_ALLOW_HOSTS", "")
 # Seconds between MCP progress notifications while ask_user waits.
-ASKUSER_MCP_PROGRESS_EVERY = float(env_str("ASKUSER_MCP_PROGRESS_EVERY") or 10)
+ASKUSER_MCP_PROGRESS_EVERY = env_float("ASKUSER_MCP_PROGRESS_EVERY", 10)
 # Seconds without activity after which a session with nothing pending leaves the sessions list.
 ASKUSER_SESSION_IDLE_HIDE = env_int("ASKUSER_SESSION_IDLE_HIDE", 24 * 60 * 60)
 
@@ -396,7 +396,7 @@ EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS")  # STARTTLS, usually port 587
 EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL")  # implicit TLS, usually port 465
-EMAIL_TIMEOUT = float(env_str("EMAIL_TIMEOUT") or 20)  # seconds per SMTP operation
+EMAIL_TIMEOUT = env_float("EMAIL_TIMEOUT", 20)  # seconds per SMTP operation
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "askuser <askuser@localhost>")
 if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise ImproperlyConfigured("Set EMAIL_USE_TLS or EMAIL_USE_SSL, not both.")
@@ -428,8 +428,8 @@ ASKUSER_EXTEND_TIMES = env_int("ASKUSER_EXTEND_TIMES", 3)
 ASKUSER_EXTEND_LIMIT_SECONDS = env_int("ASKUSER_EXTEND_LIMIT_SECONDS", 2 * 60 * 60)
 
 ASKUSER_CHAT_ATTEMPTS = env_int("ASKUSER_CHAT_ATTEMPTS", 8)
-ASKUSER_CHAT_RETRY_BASE = float(env_str("ASKUSER_CHAT_RETRY_BASE") or 2)
-ASKUSER_CHAT_TIMEOUT = float(env_str("ASKUSER_CHAT_TIMEOUT") or 30)  # seconds one send or edit may take
+ASKUSER_CHAT_RETRY_BASE = env_float("ASKUSER_CHAT_RETRY_BASE", 2)
+ASKUSER_CHAT_TIMEOUT = env_float("ASKUSER_CHAT_TIMEOUT", 30)  # seconds one send or edit may take
 
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ASKUSER_MAX_BODY
