@@ -7,6 +7,7 @@ them are loaded only once the app registry is ready), not a cycle dodged.
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.signals import setting_changed
 from django.db.backends.signals import connection_created
@@ -23,7 +24,7 @@ class AskuserAppConfig(AppConfig):
         from askuser_app.domain import signals
         from askuser_app.models import Preferences, PushSubscription
         from askuser_app.runtime import i18n, realtime
-        from askuser_app.runtime.datadir import protect_sqlite_files
+        from askuser_app.runtime.datadir import prepare, protect_sqlite_files
         from askuser_app.staff import admin  # noqa: F401  # registers the history with Django admin
 
         # What a change sets off, in this order: the live pages and waits hear of it
@@ -40,6 +41,8 @@ class AskuserAppConfig(AppConfig):
             for receiver in receivers:
                 signal.connect(receiver, dispatch_uid=f"askuser-{receiver.__module__}.{receiver.__name__}")
 
+        # Before any database connection: the SQLite file goes in the data folder.
+        prepare(settings.DATA_DIR, push=settings.ASKUSER_PUSH and not settings.ASKUSER_VAPID_PRIVATE_KEY)
         connection_created.connect(protect_sqlite_files, dispatch_uid="askuser-protect-sqlite-files")
         for changed in (post_save, post_delete):
             changed.connect(i18n.forget, sender=Preferences, dispatch_uid=f"askuser-language-{changed is post_save}")

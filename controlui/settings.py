@@ -7,18 +7,17 @@ PostgreSQL and ``REDIS_URL`` to the Redis channel layer (the scaled mode).
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import os
-import secrets
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.functional import lazy
 
-from askuser_app.runtime.datadir import default_server_url, private_folder, write_private
+from askuser_app.runtime.datadir import default_server_url, kept_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -60,40 +59,13 @@ def env_networks(name: str) -> list[str]:
     return networks
 
 
-# 0700, its files 0600: it holds the database, the secret key and tokens.
-DATA_DIR = private_folder(Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var"))
+# 0700, its files 0600: it holds the database, the secret key and tokens. Made, with
+# the keys kept in it, when the app is ready (askuser_app/runtime/datadir.py), not here.
+DATA_DIR = Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var")
 
 
-def local_secret_key() -> str:
-    """A random key kept in the data directory, so logins survive restarts."""
-    path = DATA_DIR / "secret_key"
-    if not path.exists():
-        write_private(path, secrets.token_urlsafe(50))
-    return path.read_text().strip()
-
-
-def local_vapid_key() -> str:
-    """The Web Push signing key (P-256, PEM), made once: linked devices keep working across restarts.
-
-    Linked into place, never overwritten: two processes starting at once agree on one key."""
-    path = DATA_DIR / "vapid_private_key.pem"
-    if not path.exists():
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-
-        key = ec.generate_private_key(ec.SECP256R1())
-        pem = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-        draft = DATA_DIR / f".vapid-{secrets.token_hex(8)}"
-        write_private(draft, pem.decode())
-        with contextlib.suppress(FileExistsError):
-            os.link(draft, path)
-        draft.unlink()
-    return path.read_text().strip()
-
-
-SECRET_KEY = env_str("SECRET_KEY") or local_secret_key()
+# Read from the data folder when first used (``kept_secret`` makes it once if missing).
+SECRET_KEY = env_str("SECRET_KEY") or lazy(kept_secret, str)(DATA_DIR)
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -270,7 +242,6 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(mode=0o700, exist_ok=True)
 # Served from the source folders, so the server runs without collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
@@ -410,9 +381,8 @@ EMAIL_FILE_PATH = DATA_DIR / "mail"
 # kept in the data folder like the secret key, unless given (private key as PEM or as
 # the base64url key `vapid --gen` and web-push tools print). ASKUSER_PUSH=0 turns it off.
 ASKUSER_PUSH = env_bool("ASKUSER_PUSH", True)
-ASKUSER_VAPID_PRIVATE_KEY = env_str("ASKUSER_VAPID_PRIVATE_KEY").replace("\\n", "\n") or (
-    local_vapid_key() if ASKUSER_PUSH else ""
-)
+# Unset: the key made once in the data folder (askuser_app/delivery/notifiers/push/adapter.py).
+ASKUSER_VAPID_PRIVATE_KEY = env_str("ASKUSER_VAPID_PRIVATE_KEY").replace("\\n", "\n")
 ASKUSER_VAPID_PUBLIC_KEY = env_str("ASKUSER_VAPID_PUBLIC_KEY")  # derived from the private key when unset
 # Who push services may contact about our pushes; unset, mailto:askuser@ the public URL's host.
 ASKUSER_VAPID_SUBJECT = env_str("ASKUSER_VAPID_SUBJECT")

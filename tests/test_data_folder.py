@@ -67,3 +67,26 @@ def test_an_existing_open_data_folder_is_closed_at_startup(tmp_path):
     }
     assert (folder / "secret_key").read_text() == "kept\n"
     assert not stat.S_IMODE((folder / "static").stat().st_mode) & 0o077
+
+
+def test_reading_the_settings_writes_nothing_and_start_up_makes_the_folder(tmp_path):
+    folder = tmp_path / "data"
+    script = (
+        "import os, pathlib, sys\n"
+        "import controlui.settings\n"
+        "print(pathlib.Path(sys.argv[1]).exists())\n"
+        "import django\n"
+        "django.setup()\n"
+        "print(sorted(os.listdir(sys.argv[1])))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")}
+    env.update(ASKUSER_DATA_DIR=str(folder), DJANGO_SETTINGS_MODULE="controlui.settings")
+
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(folder)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert done.returncode == 0, done.stderr
+    after_import, after_setup = done.stdout.strip().splitlines()[-2:]
+    assert after_import == "False"
+    assert after_setup == str(["secret_key", "static", "vapid_private_key.pem"])

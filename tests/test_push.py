@@ -40,8 +40,8 @@ from askuser_app.delivery.chats.base import Temporary
 from askuser_app.delivery.notifiers.push import adapter as push
 from askuser_app.domain import contract, services
 from askuser_app.models import ChatAttempt, ChatMessage, Prompt, PushSubscription
+from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
-from controlui import settings as project_settings
 
 from .conftest import EXTRAS, QUESTION, payload
 from .test_client import until_async
@@ -765,11 +765,9 @@ def test_a_device_is_named_by_its_browser_and_system(agent_string, name):
 # --- the keys -----------------------------------------------------------------------------------------
 
 
-def test_the_vapid_key_is_made_once_private_to_the_server(tmp_path, monkeypatch):
-    monkeypatch.setattr(project_settings, "DATA_DIR", tmp_path)
-
-    first = project_settings.local_vapid_key()
-    again = project_settings.local_vapid_key()
+def test_the_vapid_key_is_made_once_private_to_the_server(tmp_path):
+    first = datadir.vapid_key(tmp_path)
+    again = datadir.vapid_key(tmp_path)
 
     path = tmp_path / "vapid_private_key.pem"
     assert first == again and first.startswith("-----BEGIN PRIVATE KEY-----")

@@ -6,6 +6,11 @@ and the demo agent's token: another local account that can read one of them
 can take over a login. So the folder is 0700 and the files in it 0600, whatever
 the umask, and files made before this rule are tightened at startup.
 
+Nothing is written when the settings are read: ``prepare`` makes the folder
+and the keys kept in it when the app is ready (``apps.ready``, run by every
+``django.setup()``: ``manage.py``, the ASGI application, the test suite),
+before any database connection.
+
 Plain Python, no Django: the settings use it before Django is set up.
 """
 
@@ -13,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,48 @@ def private_folder(path: Path) -> Path:
         if entry.is_file() and not entry.is_symlink():
             tighten(entry)
     return path
+
+
+def prepare(data_dir: Path, *, push: bool) -> None:
+    """At start-up: the folder, private, with the secret key, the Web Push key (``push``) and
+    the folder ``collectstatic`` writes to, each made once."""
+    private_folder(data_dir)
+    kept_secret(data_dir)
+    if push:
+        vapid_key(data_dir)
+    (data_dir / "static").mkdir(mode=FOLDER_MODE, exist_ok=True)
+
+
+def kept_secret(data_dir: Path) -> str:
+    """A random key kept in the data folder, so logins survive restarts."""
+    return _made_once(data_dir / "secret_key", lambda: secrets.token_urlsafe(50))
+
+
+def vapid_key(data_dir: Path) -> str:
+    """The Web Push signing key (P-256, PEM), made once: linked devices keep working across restarts."""
+    return _made_once(data_dir / "vapid_private_key.pem", _new_vapid_key)
+
+
+def _new_vapid_key() -> str:
+    from cryptography.hazmat.primitives import serialization  # only when a key is made, once per data folder
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return pem.decode()
+
+
+def _made_once(path: Path, make: Callable[[], str]) -> str:
+    """The file's text, written first if it is missing; linked into place, never overwritten,
+    so that two processes starting at once agree on one value."""
+    if not path.exists():
+        private_folder(path.parent)
+        draft = path.with_name(f".{path.name}-{secrets.token_hex(8)}")
+        write_private(draft, make())
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)
+        draft.unlink()
+    return path.read_text().strip()
 
 
 def tighten(path: Path) -> None:

@@ -56,6 +56,7 @@ from askuser_app.delivery import egress
 from askuser_app.delivery.chats.base import Card, Closed, Permanent, Recipient, Ref, Temporary
 from askuser_app.domain import addresses
 from askuser_app.models import PushSubscription
+from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ def _vapid(private_key: str) -> Vapid:
 
 
 def vapid() -> Vapid:
-    return _vapid(settings.ASKUSER_VAPID_PRIVATE_KEY)
+    """The signing key: ``ASKUSER_VAPID_PRIVATE_KEY``, else the one kept in the data folder."""
+    return _vapid(settings.ASKUSER_VAPID_PRIVATE_KEY or datadir.vapid_key(settings.DATA_DIR))
 
 
 def public_key() -> str:
@@ -419,7 +421,7 @@ class PushAdapter:
     label: ClassVar[str] = "Web Push"
 
     def configured(self) -> bool:
-        return bool(settings.ASKUSER_PUSH and settings.ASKUSER_VAPID_PRIVATE_KEY)
+        return bool(settings.ASKUSER_PUSH)
 
     def recipients(self, prompt: Prompt) -> list[Recipient]:
         # On every create: one indexed read, nothing more when the owner has no device.
