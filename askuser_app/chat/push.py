@@ -49,6 +49,7 @@ from py_vapid import Vapid
 from pywebpush import WebPushException, webpush
 
 from ..asyncdb import database_call
+from ..chars import ascii_int
 from ..egress import is_public, literal_address
 from ..models import PushSubscription
 from .base import Card, Closed, Permanent, Recipient, Ref, Temporary
@@ -246,8 +247,8 @@ def _check_address(endpoint: str) -> None:
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
-    if value.strip().isdigit():
-        return float(value.strip())
+    if (seconds := ascii_int(value.strip())) is not None:
+        return float(seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
