@@ -28,6 +28,7 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
 from . import agentauth, contract, expiry, proxies, services, webhooks
+from .chars import ascii_int
 from .chat import outbox as chat_outbox
 from .realtime import hub
 
@@ -53,6 +54,7 @@ class Refusal:
 
 
 MISSING_TOKEN = "Send your agent token as 'Authorization: Bearer <token>'."
+BAD_LENGTH = Rejected(400, "bad_content_length", "The Content-Length header is not a number of bytes (ASCII digits).")
 
 # What ``refusal`` knows how to answer; anything else is a server error.
 REFUSED: tuple[type[Exception], ...] = (
@@ -173,7 +175,7 @@ def host_allowed(scope: Scope) -> bool:
 
 
 async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | None:
-    """``receive`` for a body within ASKUSER_MAX_BODY, or None once 413 is sent.
+    """``receive`` for a body within ASKUSER_MAX_BODY, or None once 413 (or 400) is sent.
 
     A declared length is checked before anything is read; a chunked body is
     read here up to the limit and handed on, so nothing larger is ever
@@ -182,8 +184,9 @@ async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | 
     too_large = Rejected(413, "body_too_large", f"The request body is over {limit // 1024} KiB; send less.")
     length = _header(scope, b"content-length")
     if length is not None:
-        if not length.isdigit() or int(length) > limit:
-            await refuse(send, too_large)
+        declared = ascii_int(length)
+        if declared is None or declared > limit:
+            await refuse(send, too_large if declared is not None else BAD_LENGTH)
             return None
         return receive
     if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):

@@ -49,7 +49,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from . import agentauth, contract, edge, proxies
+from . import agentauth, contract, edge, origins, proxies
 from .asyncdb import database_call
 from .client import (
     DEFAULT_WAIT,
@@ -66,6 +66,12 @@ log = logging.getLogger("askuser")
 
 SESSION_PREFIX = "mcp"
 MCP_PATHS = ("/mcp", "/mcp/")
+FOREIGN_ORIGIN = edge.Rejected(
+    403,
+    "forbidden_origin",
+    "/mcp takes requests from programs and from this server's own pages only: this Origin is neither "
+    "(CSRF_TRUSTED_ORIGINS lists others to accept).",
+)
 
 
 @dataclass(frozen=True)
@@ -240,6 +246,10 @@ class HttpEndpoint:
         self.managers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Running] = weakref.WeakKeyDictionary()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # Another site's page (a DNS rebinding, a page on a local port) never drives the tool
+        # through a browser, as the MCP transport asks; programs send no Origin.
+        if origins.foreign_origin(scope):
+            return await edge.refuse(send, FOREIGN_ORIGIN)
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
         try:
             agent = await database_call(agentauth.agent_for)(headers.get("authorization"))

@@ -54,6 +54,7 @@ from pywebpush import WebPusher
 
 from .. import egress
 from ..asyncdb import database_call
+from ..chars import ascii_int
 from ..models import PushSubscription
 from .base import Card, Closed, Permanent, Recipient, Ref, Temporary
 
@@ -268,8 +269,8 @@ def device_name(user_agent: str) -> str:
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
-    if value.strip().isdigit():
-        return float(value.strip())
+    if (seconds := ascii_int(value.strip())) is not None:
+        return float(seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
