@@ -12,9 +12,9 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.sessions import CookieMiddleware  # noqa: E402
 
+from askuser_app.runtime.origins import SameOriginValidator  # noqa: E402
 from askuser_app.server import edge, routing  # noqa: E402
 from askuser_app.server.startup import prepare_to_serve  # noqa: E402
-from askuser_app.web.origins import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

@@ -463,10 +463,11 @@ def readme_block(containing: str) -> str:
 
 
 def test_the_readme_curl_example_prints_the_answer_given_in_the_browser(human, server, token, tmp_path):
-    token_file = tmp_path / "demo-agent-token"
+    token_file, url_file = tmp_path / "demo-agent-token", tmp_path / "server-url"
     token_file.write_text(token + "\n")
+    url_file.write_text(server.url + "\n")  # as make run PORT=… leaves it
     script = readme_block("ASKUSER_TOKEN=").replace("var/demo-agent-token", str(token_file))
-    script = script.replace("http://127.0.0.1:8000", server.url)
+    script = script.replace("var/server-url", str(url_file))
     page = human.open("support-42")
     page.goto("/")  # the README's session is "demo": it appears in the live list
     curl = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -68,6 +68,9 @@ REJECTED = [
     (payload(extra=True), "extra", "is not a known field"),
     (payload(question(question="Pick\x00one")), "questions[0].question", "control characters"),
     (payload(question(header="\u200b\u200b")), "questions[0].header", "must not be blank"),
+    (payload(question(header="Two\u2028lines")), "questions[0].header", "must be one line (found U+2028"),
+    (payload(question(options=options("Yes", "N\u2029o"))), "questions[0].options[1].label", "found U+2029"),
+    (payload(title="claude-code\u2028billing"), "title", "must be one line (found U+2028, a line break)"),
     (payload(question(header="Prod\u202e")), "questions[0].header", "text-direction characters (found U+202E)"),
     (
         payload(question(question="Deploy to \u202enoitcudorP?")),

@@ -11,10 +11,13 @@ import re
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import httpx
 import pytest
 import schemathesis
 from asgiref.sync import async_to_sync
-from hypothesis import HealthCheck, given, settings
+from channels.testing import WebsocketCommunicator
+from django.conf import settings as django_settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -24,9 +27,11 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from askuser_app.agents.client import verify_signature
-from askuser_app.models import Message, Prompt, Session
+from askuser_app.domain import prefs
+from askuser_app.models import Message, Prompt, PushSubscription, Session
+from controlui.asgi import application
 
-from .conftest import QUESTION, payload
+from .conftest import QUESTION, asgi_request, log_in, payload
 from .servers import DaphneServer
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -198,10 +203,13 @@ def test_a_megabyte_body_is_refused(api):
 
 # --- the Control UI's forms and socket parameters, and verify_signature ------------------------
 
-FORM_TEXT = st.one_of(
-    st.text(st.characters(codec="utf-8"), max_size=30),
-    st.sampled_from(["²", "١", "０", "-1", " 1", "1\n", "1.0", "1e3", "9" * 5000, "99999999999999999999", "\x00"]),
+# Digits str.isdigit() says yes to that are not ASCII: int() refuses "²" and "①", and reads "١" as 1
+# and "२" as 2. A number in a form, a query or a header is ASCII digits or refused.
+NON_ASCII_DIGITS = ["²", "١", "२", "①"]
+NUMBERS = st.sampled_from(
+    [*NON_ASCII_DIGITS, "1²", "٣٤", "０", "-1", " 1", "1\n", "1_0", "1.0", "1e3", "9" * 5000, "9" * 20, "\x00"]
 )
+FORM_TEXT = st.one_of(st.text(st.characters(codec="utf-8"), max_size=30), NUMBERS)
 FORM_FIELDS = st.dictionaries(
     st.sampled_from(["q-deploy_target", "q-deploy_target-other", "q-extras", "q-nope", "action"]),
     st.lists(FORM_TEXT, min_size=1, max_size=3),
@@ -253,7 +261,8 @@ def test_any_composer_text_is_posted_or_refused_clearly(agent, person, text):
 QUERY_VALUE = st.one_of(
     st.text(st.characters(codec="utf-8"), max_size=30),
     st.integers(min_value=-(2**80), max_value=2**80).map(str),
-    st.sampled_from(["²", "1e9", "9" * 5000, "", "%", "%ZZ", "&&=", "\x00"]),
+    NUMBERS,
+    st.sampled_from(["1e9", "", "%", "%ZZ", "&&=", "\x00"]),
 )
 
 
@@ -268,7 +277,10 @@ async def socket_outcome(owner, key: str, query: str) -> tuple[bool, Any]:
     return connected, code
 
 
-@given(st.dictionaries(st.sampled_from(["since", "shown", "other"]), QUERY_VALUE, max_size=3), st.booleans())
+@given(
+    st.dictionaries(st.sampled_from(["since", "shown", "extended", "waiting", "other"]), QUERY_VALUE, max_size=4),
+    st.booleans(),
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_any_socket_parameters_open_the_socket_or_close_it_cleanly(agent, owner, params, raw):
     from askuser_app.domain import services
@@ -287,6 +299,164 @@ def test_any_session_key_in_a_socket_path_is_found_or_closed_as_not_found(owner,
     connected, code = async_to_sync(socket_outcome)(owner, key, "")
 
     assert (connected, code) == (False, 4404)
+
+
+# --- numbers in forms, queries and headers: ASCII digits, or a clear refusal ------------------------
+
+
+def with_non_ascii_digits(test):
+    """Each of ``NON_ASCII_DIGITS`` as an example, whatever else is drawn."""
+    for digit in NON_ASCII_DIGITS:
+        test = example(digit)(test)
+    return test
+
+
+@pytest.fixture
+def phone(owner) -> PushSubscription:
+    endpoint = "https://push.example/phone"
+    return PushSubscription.objects.create(user=owner, endpoint=endpoint, p256dh="k", auth="a", device="Phone")
+
+
+@given(FORM_TEXT)
+@with_non_ascii_digits
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_removing_a_push_device_by_anything_but_its_number_is_refused_and_removes_nothing(person, phone, value):
+    response = person.post("/settings/push/remove", {"device": value})
+
+    if value == str(phone.pk):  # drawn by chance: removed, as asked
+        phone.save()
+        return
+    assert response.status_code == 404
+    assert PushSubscription.objects.filter(pk=phone.pk).exists()
+
+
+@given(FORM_TEXT)
+@with_non_ascii_digits
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_an_email_delay_is_saved_or_refused_clearly_and_a_refusal_changes_nothing(owner, person, value):
+    before = prefs.of(owner).email_after
+
+    response = person.post("/settings/email/", {"email_after": value}, headers={"HX-Request": "true"})
+
+    assert response.status_code in (200, 422), response.content[:300]
+    if response.status_code == 422:
+        assert "Choose Off or one of the delays listed." in response.content.decode()
+        assert prefs.of(owner).email_after == before
+
+
+@given(NUMBERS | st.text(max_size=12))
+@with_non_ascii_digits
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_a_wait_that_is_not_an_ascii_number_of_seconds_is_refused_naming_it(api, agent, value):
+    from askuser_app import contract, services
+
+    prompt = Prompt.objects.filter(status=Prompt.Status.NO_ANSWER).first()
+    if prompt is None:  # resolved, so that any wait accepted returns at once
+        prompt = services.ask(agent, contract.parse_create(payload())).prompt
+        services.cancel(prompt, agent=agent)
+
+    response = api.get(f"/prompts/{prompt.pk}?{urlencode({'wait': value})}")
+
+    assert response.status_code in (200, 422), response.content[:300]
+    if response.status_code == 422:
+        assert response.json()["errors"] == [{"path": "wait", "message": "must be a number of seconds from 0 to 55"}]
+    if value in NON_ASCII_DIGITS:
+        assert response.status_code == 422
+
+
+@given(NUMBERS | st.text(max_size=12))
+@with_non_ascii_digits
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_an_after_that_is_not_an_ascii_message_id_is_refused_naming_it(api, agent, value):
+    from askuser_app import services
+
+    if not Session.objects.exists():
+        services.post_agent_message(agent, "support-42", "Hello")
+
+    response = api.get(f"/sessions/support-42/messages?{urlencode({'after': value, 'wait': 0})}")
+
+    assert response.status_code in (200, 422), response.content[:300]
+    if response.status_code == 422:
+        assert response.json()["errors"] == [{"path": "after", "message": "must be a message id (an integer from 0)"}]
+    if value in NON_ASCII_DIGITS:
+        assert response.status_code == 422
+
+
+# Content-Length as it comes on the wire: bytes, read as latin-1 (where "²" is one byte).
+LENGTHS = st.one_of(
+    st.sampled_from([digit.encode("utf-8") for digit in NON_ASCII_DIGITS]),
+    st.sampled_from([b"\xb2", b"\xb3", b"\xb9", b"1\xb2", b" 1", b"1_0", b"-1", b"+1", b"1.0", b"", b"9" * 30]),
+    st.binary(max_size=8).filter(lambda raw: not raw.isdigit()),
+)
+
+
+# Every route's body goes through the front door, which reads Content-Length for them all.
+BODY_ROUTES = ["/api/v1/prompts", "/mcp", "/chat/telegram/webhook", "/chat/slack/events", "/settings/push/remove"]
+
+
+@given(LENGTHS, st.sampled_from(BODY_ROUTES))
+@example(b"\xb2", "/api/v1/prompts")
+@example(b"\xb2", "/chat/telegram/webhook")
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+def test_a_content_length_that_is_not_ascii_digits_is_refused_before_anything_is_read(token, raw, path):
+    headers = [(b"authorization", f"Bearer {token}".encode()), (b"content-length", raw)]
+
+    response = async_to_sync(asgi_request)("POST", path, headers=headers, content=b"{}")
+
+    assert (response.status_code, response.json()["error"]) == (400, "bad_content_length"), response.content
+    assert stored_nothing()
+
+
+@given(st.dictionaries(st.sampled_from(["p", "days", "agent"]), NUMBERS, min_size=1, max_size=3))
+@example({"p": "²", "days": "١", "agent": "२"})
+@example({"p": "①", "days": "①", "agent": "①"})
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+def test_any_page_day_count_or_agent_in_the_admin_is_shown_or_ignored(staff, params):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(staff)
+
+    listing = client.get("/admin/askuser_app/prompt/", {"p": params.get("p", "1")})
+    board = client.get("/admin/askuser_app/prompt/dashboard/", params)
+
+    assert listing.status_code in (200, 302) and board.status_code == 200
+
+
+@given(NUMBERS)
+@with_non_ascii_digits
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+def test_a_reconnecting_tab_showing_any_extension_count_is_caught_up_cleanly(agent, owner, value):
+    from askuser_app import ui
+
+    prompt = pending_or_new(agent)
+    query = urlencode({"since": ui.timeline_cursor(), "shown": str(prompt.pk), "extended": value})
+
+    cookie = f"{django_settings.SESSION_COOKIE_NAME}={log_in(owner)}".encode()
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie)]
+
+    async def outcome() -> bool:
+        socket = WebsocketCommunicator(application, f"/ws/sessions/support-42/?{query}", headers=headers)
+        connected, _ = await socket.connect(timeout=10)
+        await socket.receive_nothing(timeout=0.1)
+        await socket.disconnect()  # raises what the consumer raised
+        return connected
+
+    assert async_to_sync(outcome)()
+
+
+@pytest.mark.parametrize("value", [*NON_ASCII_DIGITS, "1²", "٣٤", "9" * 30, "-1", "1_0", "inf"])
+def test_a_retry_after_that_is_not_ascii_digits_counts_as_no_retry_after(value):
+    from askuser_app.chat import discord, push, slack
+
+    from askuser_app import client
+
+    header = [(b"Retry-After", value.encode())]
+
+    assert push._retry_after(value) is None
+    assert slack._retry_after({"Retry-After": value}) is None
+    assert discord._retry_after(httpx.Response(429, headers=header)) is None
+    assert client.retry_after(httpx.Response(429, headers=header), 1.5) == 1.5
 
 
 HEADERS = st.one_of(

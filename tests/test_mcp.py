@@ -20,7 +20,7 @@ from mcp_types import Implementation
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
-from .conftest import QUESTION, log_in, until
+from .conftest import QUESTION, asgi_request, log_in, until
 from .servers import ROOT, DaphneServer
 from .test_client import DEADLINE, pending_prompt, until_async
 from .test_live import auth
@@ -190,6 +190,43 @@ async def test_the_http_endpoint_refuses_requests_without_a_valid_token(server, 
     assert (missing.status_code, missing.json()["error"]) == (401, "unauthorized")
     assert (unknown.status_code, unknown.json()["detail"]) == (401, "Unknown agent token.")
     assert missing.headers["WWW-Authenticate"] == "Bearer"
+
+
+# --- pages of other origins ------------------------------------------------------------------
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+async def initialize(token: str, origin: str | None) -> httpx.Response:
+    """An MCP ``initialize`` through the whole ASGI application, as a browser's page (or a program) sends it."""
+    headers = {**auth(token), "Accept": "application/json, text/event-stream"}
+    return await asgi_request("POST", "/mcp", headers=headers | ({"Origin": origin} if origin else {}), json=INITIALIZE)
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://testserver:8080", "https://testserver", "null"])
+async def test_a_page_of_another_origin_is_refused(token, origin):
+    response = await initialize(token, origin)
+
+    assert response.status_code == 403
+    assert response.json() == {
+        "error": "forbidden_origin",
+        "detail": "/mcp takes requests from programs and from this server's own pages only: this Origin is "
+        "neither (CSRF_TRUSTED_ORIGINS lists others to accept).",
+    }
+
+
+@pytest.mark.parametrize("origin", [None, "http://testserver", "https://agents.example"])
+async def test_a_program_this_servers_pages_and_trusted_origins_may_call_it(token, settings, origin):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://agents.example"]
+
+    response = await initialize(token, origin)
+
+    assert response.status_code == 200 and '"serverInfo"' in response.text
 
 
 # --- a session per conversation --------------------------------------------------------------

@@ -60,7 +60,10 @@ def test_a_later_title_renames_the_session_and_no_title_keeps_it(api, agent):
     "title,message",
     [
         ("x" * 121, "must be at most 120 characters (got 121)"),
-        ("line\nbreak", "must not contain control characters (found U+000A)"),
+        ("line\nbreak", "must be one line (found U+000A, a line break)"),
+        ("line\u2028separator", "must be one line (found U+2028, a line break)"),
+        ("paragraph\u2029separator", "must be one line (found U+2029, a line break)"),
+        ("next\x85line", "must be one line (found U+0085, a line break)"),
         ("   ", "must not be blank"),
         (7, "must be a string"),
     ],
@@ -76,10 +79,12 @@ def test_a_bad_title_is_refused_naming_the_field_and_nothing_is_stored(api, titl
 def test_an_agent_message_can_title_the_session_it_creates(api):
     response = api.post("/sessions/py-0123456789ab/messages", {"text": "Starting.", "title": "deploy.py · ops"})
     refused = api.post("/sessions/other/messages", {"text": "Hi", "title": "tab\there"})
+    separated = api.post("/sessions/other/messages", {"text": "Hi", "title": "line\u2028separator"})
 
     assert response.status_code == 201
     assert Session.objects.get(key="py-0123456789ab").title == "deploy.py · ops"
     assert (refused.status_code, refused.json()["errors"][0]["path"]) == (422, "title")
+    assert (separated.status_code, separated.json()["errors"][0]["path"]) == (422, "title")
     assert not Session.objects.filter(key="other").exists()
 
 

@@ -214,6 +214,7 @@ Reply = httpx.Response | httpx.TransportError
 # a pause), and returns what the operation returns.
 Steps = Generator[Call | Pause, Reply | None, T]
 JSON = dict[str, Any]
+_SECONDS = re.compile(r"[0-9]{1,9}")
 
 
 def backoff(first: float = 0.25, cap: float = 5.0) -> Iterator[float]:
@@ -225,8 +226,11 @@ def backoff(first: float = 0.25, cap: float = 5.0) -> Iterator[float]:
 
 
 def retry_after(reply: Reply, fallback: float) -> float:
-    if isinstance(reply, httpx.Response) and reply.headers.get("Retry-After", "").isdigit():
-        return min(float(reply.headers["Retry-After"]), 30.0)
+    """The server's ``Retry-After`` (ASCII digits only, as ``askuser_app.chars.ascii_int``
+    reads them: this file imports nothing of the server's), at most 30 s; else ``fallback``."""
+    given = reply.headers.get("Retry-After", "").strip() if isinstance(reply, httpx.Response) else ""
+    if _SECONDS.fullmatch(given):
+        return min(float(given), 30.0)
     return fallback
 
 

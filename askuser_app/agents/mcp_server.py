@@ -61,13 +61,19 @@ from askuser_app.agents.client import (
     new_session_key,
 )
 from askuser_app.domain import agentauth, contract
-from askuser_app.runtime import proxies
+from askuser_app.runtime import origins, proxies
 from askuser_app.runtime.asyncdb import database_call
 
 log = logging.getLogger("askuser")
 
 SESSION_PREFIX = "mcp"
 MCP_PATHS = ("/mcp", "/mcp/")
+FOREIGN_ORIGIN = refusals.Rejected(
+    403,
+    "forbidden_origin",
+    "/mcp takes requests from programs and from this server's own pages only: this Origin is neither "
+    "(CSRF_TRUSTED_ORIGINS lists others to accept).",
+)
 
 
 @dataclass(frozen=True)
@@ -242,6 +248,10 @@ class HttpEndpoint:
         self.managers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Running] = weakref.WeakKeyDictionary()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # Another site's page (a DNS rebinding, a page on a local port) never drives the tool
+        # through a browser, as the MCP transport asks; programs send no Origin.
+        if origins.foreign_origin(scope):
+            return await refusals.refuse(send, FOREIGN_ORIGIN, scope)
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
         try:
             agent = await database_call(agentauth.agent_for)(headers.get("authorization"))

@@ -31,6 +31,7 @@ from django.conf import settings
 
 from askuser_app.agents import refusals
 from askuser_app.domain import agentauth, contract, services
+from askuser_app.domain.chars import ascii_int, ascii_number
 from askuser_app.runtime import http, proxies
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.realtime import Inbox, hub, prompt_group, session_group
@@ -208,21 +209,15 @@ async def _next(inbox: Inbox, timeout: float) -> dict[str, Any] | None:
 
 def parse_wait(raw: str | None) -> float:
     """``wait`` in seconds: 0 by default, above 55 means 55."""
-    try:
-        value = float(raw) if raw not in (None, "") else 0.0
-    except ValueError:
-        value = -1
-    if not value >= 0:  # also rejects NaN
+    value = ascii_number(raw) if raw not in (None, "") else 0.0
+    if value is None:
         raise contract.ContractError([{"path": "wait", "message": "must be a number of seconds from 0 to 55"}])
     return min(value, contract.MAX_WAIT)
 
 
 def parse_after(raw: str | None) -> int:
-    try:
-        value = int(raw) if raw not in (None, "") else 0
-    except ValueError:
-        value = -1
-    if value < 0:
+    value = ascii_int(raw) if raw not in (None, "") else 0
+    if value is None:
         raise contract.ContractError([{"path": "after", "message": "must be a message id (an integer from 0)"}])
     return value
 

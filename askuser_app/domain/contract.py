@@ -21,7 +21,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
 from askuser_app.domain import addresses, wording
-from askuser_app.domain.chars import control_character, fold
+from askuser_app.domain.chars import control_character, fold, line_break
 
 MAX_QUESTIONS = 3
 HEADER_LENGTH = 12
@@ -50,6 +50,10 @@ def invalid(message: str) -> PydanticCustomError:
 
 
 def _checked_text(value: str, *, multiline: bool) -> str:
+    # U+2028 and U+2029 are not control characters, but they end a line all the same.
+    ends_line = None if multiline else line_break(value)
+    if ends_line is not None:
+        raise invalid(f"must be one line (found U+{ord(ends_line):04X}, a line break)")
     char = control_character(value, allowed="\n\t" if multiline else "")
     if char is not None and unicodedata.category(char) == "Cs":
         raise invalid("must be valid Unicode text (found a lone surrogate)")

@@ -25,6 +25,7 @@ from askuser_app.agents.refusals import Rejected, refuse
 from askuser_app.delivery import outbox as chat_outbox
 from askuser_app.delivery import webhooks
 from askuser_app.domain import contract
+from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime import proxies
 from askuser_app.runtime.http import App, Receive, Scope, Send, header, respond
 from askuser_app.runtime.realtime import hub
@@ -34,6 +35,7 @@ from askuser_app.server import expiry
 
 
 AGENT_ROUTES = ("/api/", "/mcp")
+BAD_LENGTH = Rejected(400, "bad_content_length", "The Content-Length header is not a number of bytes (ASCII digits).")
 
 
 class FrontDoor:
@@ -76,7 +78,7 @@ def body_limit(path: str) -> int:
 
 
 async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | None:
-    """``receive`` for a body within its route family's cap (``body_limit``), or None once 413 is sent.
+    """``receive`` for a body within its route family's cap (``body_limit``), or None once 413 (or 400) is sent.
 
     A declared length is checked before anything is read; a chunked body is
     read here up to the limit and handed on, so nothing larger is ever
@@ -85,8 +87,9 @@ async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | 
     too_large = Rejected(413, "body_too_large", f"The body is over {limit // 1024} KiB; send less.")
     length = header(scope, b"content-length")
     if length is not None:
-        if not length.isdigit() or int(length) > limit:
-            await refuse(send, too_large, scope)
+        declared = ascii_int(length)
+        if declared is None or declared > limit:
+            await refuse(send, too_large if declared is not None else BAD_LENGTH, scope)
             return None
         return receive
     if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):

@@ -46,6 +46,7 @@ from django.utils.text import smart_split, unescape_string_literal
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from askuser_app.domain import services
+from askuser_app.domain.chars import ascii_int
 from askuser_app.models import (
     Agent,
     Answer,
@@ -399,6 +400,11 @@ def planned(prompts: QuerySet[Prompt]) -> int:
     return int(plan[0]["Plan"]["Plan Rows"])
 
 
+# The page number the count is bounded by: any further page is past every count's reach
+# (a billion pages), and its bound would overflow the database's LIMIT.
+PAGE_DIGITS = 9
+
+
 class BoundedPaginator(AnyPaginator):
     """Counts the matches up to ``BOUND`` past the page asked for, no further;
     or takes an ``estimate`` instead (a search of common words only).
@@ -502,10 +508,7 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
         self, request: HttpRequest, queryset: QuerySet[Prompt], per_page: int, orphans: int = 0,
         allow_empty_first_page: bool = True,
     ) -> AnyPaginator:  # fmt: skip
-        try:
-            page = int(request.GET.get(PAGE_VAR, 1))
-        except ValueError:
-            page = 1
+        page = ascii_int(request.GET.get(PAGE_VAR), digits=PAGE_DIGITS) or 1
         return BoundedPaginator(queryset, per_page, page=page, estimate=self.estimates.pop(request, None),
                                 orphans=orphans, allow_empty_first_page=allow_empty_first_page)  # fmt: skip
 
@@ -600,9 +603,9 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
     def dashboard_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        days = number(request.GET.get("days"))
+        days = ascii_int(request.GET.get("days"))
         days = days if days in history.DASHBOARD_DAYS else history.DEFAULT_DAYS
-        agent_id = number(request.GET.get("agent"))
+        agent_id = ascii_int(request.GET.get("agent"))
         agent = Agent.objects.select_related("owner").filter(pk=agent_id).first() if agent_id else None
         board = history.dashboard(days, agent)
         context = {
@@ -616,13 +619,6 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
             "reasons": [(reason, board.figures.by_reason[reason]) for reason in Prompt.Reason.values],
         }
         return TemplateResponse(request, "admin/askuser_app/prompt/dashboard.html", context)
-
-
-def number(text: str | None) -> int | None:
-    try:
-        return int(text) if text else None
-    except ValueError:
-        return None
 
 
 def streamed(request: HttpRequest, chunks: Iterator[bytes]) -> Iterator[bytes] | AsyncIterator[bytes]:

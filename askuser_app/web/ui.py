@@ -8,7 +8,6 @@ of the same piece of UI cannot drift apart.
 from __future__ import annotations
 
 import functools
-import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,7 +24,7 @@ from django.utils.translation import gettext as _
 
 from askuser_app.delivery import outbox as chat_outbox
 from askuser_app.domain import services, wording
-from askuser_app.domain.chars import ascii_digits
+from askuser_app.domain.chars import ascii_digits, ascii_int
 from askuser_app.models import Message, Prompt, Question, Session
 
 if TYPE_CHECKING:
@@ -43,9 +42,6 @@ TIMELINE_LENGTH = 200
 # read (stamped before it, visible after it) is not missed. Items sent twice
 # are replaced in place by the page.
 CATCH_UP_MARGIN = timedelta(seconds=60)
-
-_OPTION_INDEX = re.compile(r"[0-9]{1,2}")
-_CURSOR = re.compile(r"[0-9]{1,15}")
 
 
 # --- the timeline ------------------------------------------------------------------
@@ -164,11 +160,11 @@ def timeline_cursor() -> str:
 
 def catch_up_since(cursor: str | None) -> datetime | None:
     """From a page's cursor, when a (re)connecting tab may have missed items; None for all."""
-    # Strict, and never later than now: "²" passes str.isdigit() but not int(), and
-    # a huge number overflows datetime. Anything else gets the whole state.
-    if not cursor or not _CURSOR.fullmatch(cursor) or int(cursor) > int(timezone.now().timestamp() * 1000):
+    # Strict, and never later than now: a huge number overflows datetime. Anything else gets the whole state.
+    millis = ascii_int(cursor, digits=15)
+    if millis is None or millis > int(timezone.now().timestamp() * 1000):
         return None
-    return datetime.fromtimestamp(int(cursor) / 1000, tz=timezone.get_current_timezone()) - CATCH_UP_MARGIN
+    return datetime.fromtimestamp(millis / 1000, tz=timezone.get_current_timezone()) - CATCH_UP_MARGIN
 
 
 def message_item(message: Message) -> Item:
@@ -232,13 +228,12 @@ def answers_from_form(prompt: Prompt, form: Any) -> dict[str, list[str]]:
 
 
 def _option_index(question: Question, raw: str, count: int) -> int:
-    # ASCII or Devanagari digits only: str.isdigit() also accepts "²", which int() refuses,
-    # and int() reads "١" and every other script's digits.
-    index = ascii_digits(raw)
-    if not _OPTION_INDEX.fullmatch(index) or int(index) >= count:
+    # ASCII or Devanagari digits only, as a text reply's numbers.
+    index = ascii_int(ascii_digits(raw), digits=2)
+    if index is None or index >= count:
         refused = _("%(header)s: %(value)s is not one of its options.")
         raise services.InvalidAnswer(refused % {"header": question.header, "value": repr(raw[:20])})
-    return int(index)
+    return index
 
 
 # --- the sessions list -----------------------------------------------------------------
@@ -441,8 +436,9 @@ def render_catch_up(
     pending = state["pending_id"]
     unchanged = str(pending or "") == shown
     panel = "" if unchanged else render_panel(session, cookies, oob=True, pending=pending is not None)
-    if unchanged and pending is not None and extended.isdecimal():
-        panel = _deadline_if_moved(session, pending, int(extended))
+    shown_extended = ascii_int(extended, digits=4)
+    if unchanged and pending is not None and shown_extended is not None:
+        panel = _deadline_if_moved(session, pending, shown_extended)
     return panel + render_appended(items)
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_chec
 
 from django.urls import URLPattern
 
+from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.textreply import TextQuestion
 
 if TYPE_CHECKING:
@@ -66,9 +67,8 @@ def decode(data: str) -> Action | None:
         return None
     verb = _CODE_VERBS[parts[0]]
     if verb == "option":
-        if len(parts) != 3 or not parts[2].isascii() or not parts[2].isdigit() or len(parts[2]) > 2:
-            return None
-        return Action(verb, prompt_id, int(parts[2]))
+        index = ascii_int(parts[2], digits=2) if len(parts) == 3 else None
+        return Action(verb, prompt_id, index) if index is not None else None
     return Action(verb, prompt_id) if len(parts) == 2 else None
 
 

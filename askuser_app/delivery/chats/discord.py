@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -52,6 +53,7 @@ from askuser_app.delivery.chats.base import (
     decode,
     encode,
 )
+from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.contract import MAX_FREE_TEXT
 from askuser_app.domain.textreply import TextQuestion, reply_guidance
 
@@ -214,16 +216,16 @@ def _headers() -> dict[str, str]:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
+    """The body's ``retry_after`` (a JSON number, in seconds), else the ``Retry-After`` header's
+    ASCII digits; None for anything else."""
     try:
         seconds = response.json().get("retry_after")
     except (ValueError, AttributeError):
         seconds = None
-    if seconds is None:
-        seconds = response.headers.get("Retry-After")
-    try:
-        return max(float(seconds), 0.0) if seconds is not None else None
-    except ValueError:
-        return None
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and math.isfinite(seconds):
+        return max(float(seconds), 0.0)
+    given = ascii_int(response.headers.get("Retry-After", "").strip())
+    return float(given) if given is not None else None
 
 
 def _failure(response: httpx.Response) -> Exception | None:
@@ -257,9 +259,14 @@ async def _call(method: str, route: str, body: Mapping[str, Any]) -> dict[str, A
     return answer
 
 
+def is_snowflake(text: str) -> bool:
+    """A Discord id: a 64-bit number, written in ASCII digits."""
+    return ascii_int(text, digits=20) is not None
+
+
 def _id(answer: Mapping[str, Any], what: str) -> str:
     value = answer.get("id")
-    if not isinstance(value, str | int) or not str(value).isdigit():
+    if not isinstance(value, str | int) or not is_snowflake(str(value)):
         raise Permanent(f"Discord's answer names no {what}: {json.dumps(answer)[:200]}")
     return str(value)
 
@@ -294,7 +301,7 @@ class DiscordAdapter:
         await _call("PATCH", f"channels/{channel}/messages/{sent}", closed_message(closed))
 
     async def _channel(self, user_id: str) -> str:
-        if not user_id.isdigit():
+        if not is_snowflake(user_id):
             raise Permanent(f"not a Discord user id: {user_id!r}")
         if user_id not in self.channels:
             opened = await _call("POST", "users/@me/channels", {"recipient_id": user_id})
@@ -321,9 +328,8 @@ class BadInteraction(Exception):
 def verified(headers: Mapping[str, str], raw: bytes, *, now: float | None = None) -> bool:
     """Discord's Ed25519 signature over timestamp + body, by the application's public key."""
     signature, timestamp = headers.get("X-Signature-Ed25519", ""), headers.get("X-Signature-Timestamp", "")
-    if not timestamp.isascii() or not timestamp.isdigit():
-        return False
-    if abs((time.time() if now is None else now) - int(timestamp)) > SIGNATURE_WINDOW:
+    sent_at = ascii_int(timestamp)
+    if sent_at is None or abs((time.time() if now is None else now) - sent_at) > SIGNATURE_WINDOW:
         return False
     try:
         key = nacl.signing.VerifyKey(bytes.fromhex(_setting("DISCORD_PUBLIC_KEY")))
@@ -389,7 +395,7 @@ def _sender(interaction: Mapping[str, Any]) -> Sender:
     member = interaction.get("member")
     user = _object(member.get("user") if isinstance(member, dict) else interaction.get("user"), "user")
     user_id = _text(user, "id")
-    if not user_id.isdigit():
+    if not is_snowflake(user_id):
         raise BadInteraction("The interaction's user id is not a Discord id.")
     handle = user.get("global_name") or user.get("username") or ""
     return Sender("discord", user_id, chat_id=user_id, handle=str(handle))

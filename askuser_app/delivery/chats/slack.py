@@ -53,6 +53,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Card, Closed, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatMessage
 
@@ -122,10 +123,11 @@ def _mapped_errors() -> Iterator[None]:
 
 
 def _retry_after(headers: Mapping[str, Any]) -> float | None:
+    """Slack's ``Retry-After`` in seconds; None without one, or with one that is not ASCII digits."""
     for name, value in headers.items():
         if name.lower() == "retry-after":
-            with contextlib.suppress(TypeError, ValueError):
-                return max(float(value[0] if isinstance(value, list) else value), 0.0)
+            seconds = ascii_int(str(value[0] if isinstance(value, list) and value else value).strip())
+            return float(seconds) if seconds is not None else None
     return None
 
 
@@ -407,10 +409,7 @@ def _verified(request: HttpRequest, handle: Callable[[str], HttpResponse]) -> Ht
     """Refuse what is not Slack's before reading any of it; then ``handle(body)``."""
     if not adapter.configured():
         return HttpResponse(status=404)
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
+    declared = ascii_int(request.META.get("CONTENT_LENGTH")) or 0
     if declared > MAX_BODY or len(raw := request.body) > MAX_BODY:
         log.info("Slack: refused a body over %d bytes.", MAX_BODY)
         return HttpResponse(status=413)

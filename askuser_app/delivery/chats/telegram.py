@@ -33,6 +33,7 @@ from telegram.request import HTTPXRequest
 
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Card, Closed, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime.asyncdb import database_call
 
 log = logging.getLogger("askuser")
@@ -87,8 +88,12 @@ def keyboard(card: Card) -> telegram.InlineKeyboardMarkup:
 
 
 def _chat(chat_id: str | int) -> int | str:
+    """A numeric chat id as Telegram's int (groups' are negative); a ``@channel`` name as it is."""
     text = str(chat_id)
-    return int(text) if text.lstrip("-").isdigit() else text
+    number = ascii_int(text.removeprefix("-"))
+    if number is None:
+        return text
+    return -number if text.startswith("-") else number
 
 
 def _handle(user: telegram.User) -> str:
@@ -294,8 +299,8 @@ async def webhook(request: HttpRequest) -> HttpResponse:
     if not secret or not hmac.compare_digest(given.encode(), secret.encode()):
         log.warning("Refused a Telegram webhook request without the right secret token.")
         return JsonResponse({"error": "unauthorized", "detail": f"{SECRET_HEADER} is missing or wrong."}, status=401)
-    length = request.headers.get("Content-Length", "")
-    if (length.isdigit() and int(length) > MAX_UPDATE) or len(request.body) > MAX_UPDATE:
+    declared = ascii_int(request.headers.get("Content-Length")) or 0
+    if declared > MAX_UPDATE or len(request.body) > MAX_UPDATE:
         return JsonResponse({"error": "body_too_large", "detail": "This is larger than any update."}, status=413)
     data = _parsed(request.body)
     if data is None:

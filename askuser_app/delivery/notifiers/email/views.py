@@ -30,6 +30,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.notifiers.email import mails as mail
 from askuser_app.domain import prefs, services
+from askuser_app.domain.chars import ascii_int
 from askuser_app.models import Prompt
 
 if TYPE_CHECKING:
@@ -194,9 +195,8 @@ def email_settings(user: User, *, error: str = "", saved: bool = False, chosen: 
 @require_POST
 def settings_email(request: LoggedInRequest) -> HttpResponse:
     """Save when to be emailed: one of ``prefs.EMAIL_CHOICES`` (0 is off)."""
-    given = request.POST.get("email_after", "")
-    seconds = int(given) if given.isascii() and given.isdigit() else -1
-    if seconds not in prefs.EMAIL_CHOICES:
+    seconds = ascii_int(request.POST.get("email_after"))
+    if seconds is None or seconds not in prefs.EMAIL_CHOICES:
         error = _("Choose Off or one of the delays listed.")
         state = email_settings(request.user, error=error)
         return _settings_response(request, state, status=422)

@@ -55,6 +55,7 @@ from pywebpush import WebPusher
 from askuser_app.delivery import egress
 from askuser_app.delivery.chats.base import Card, Closed, Permanent, Recipient, Ref, Temporary
 from askuser_app.domain import addresses
+from askuser_app.domain.chars import ascii_int
 from askuser_app.models import PushSubscription
 from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
@@ -271,8 +272,8 @@ def device_name(user_agent: str) -> str:
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
-    if value.strip().isdigit():
-        return float(value.strip())
+    if (seconds := ascii_int(value.strip())) is not None:
+        return float(seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

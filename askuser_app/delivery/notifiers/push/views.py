@@ -21,6 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from askuser_app.delivery.notifiers.push import adapter as push
+from askuser_app.domain.chars import ascii_int
 from askuser_app.models import PushSubscription
 
 if TYPE_CHECKING:
@@ -110,8 +111,8 @@ def unsubscribe(request: LoggedInRequest) -> HttpResponse:
 @require_POST
 def remove(request: LoggedInRequest) -> HttpResponse:
     """The devices list's Remove: that device gets no more notifications."""
-    device = request.POST.get("device", "")
-    removed = push.remove(request.user, int(device)) if device.isdigit() and len(device) < 19 else None
+    device = ascii_int(request.POST.get("device"))
+    removed = push.remove(request.user, device) if device is not None else None
     if removed is None:
         raise Http404
     if request.htmx:

@@ -2,7 +2,9 @@
 
 Browsers send any page's WebSocket to us with the person's cookies, so a page
 on ``http://127.0.0.1:9999`` could read what the Control UI on ``:8765``
-shows. Channels' ``AllowedHostsOriginValidator`` compares the host only; this
+shows. ``/mcp`` refuses another site's page the same way (``foreign_origin``),
+as the MCP transport asks, but takes a request without an Origin: that is a
+program, not a browser. Channels' ``AllowedHostsOriginValidator`` compares the host only; this
 compares scheme, host and port, as browsers do for same-origin, with the
 address the request was sent to (its Host header and scheme, ``wss`` or
 ``X-Forwarded-Proto: https`` behind a TLS proxy when ``SECURE_PROXY_SSL_HEADER``
@@ -39,8 +41,22 @@ class SameOriginValidator:
 
 
 def is_same_origin(scope: dict[str, Any]) -> bool:
-    headers = {name.lower(): value.decode("latin-1") for name, value in scope.get("headers", [])}
-    origin = parse_origin(headers.get(b"origin", ""))
+    """The request comes from a page of the server's own (or of ``CSRF_TRUSTED_ORIGINS``)."""
+    headers = _headers(scope)
+    return _ours(parse_origin(headers.get(b"origin", "")), scope, headers)
+
+
+def foreign_origin(scope: dict[str, Any]) -> bool:
+    """The request comes from another site's page: it has an Origin, and not one of ours."""
+    headers = _headers(scope)
+    return b"origin" in headers and not _ours(parse_origin(headers[b"origin"]), scope, headers)
+
+
+def _headers(scope: dict[str, Any]) -> dict[bytes, str]:
+    return {name.lower(): value.decode("latin-1") for name, value in scope.get("headers", [])}
+
+
+def _ours(origin: Origin | None, scope: dict[str, Any], headers: dict[bytes, str]) -> bool:
     if origin is None:
         return False
     if origin in trusted_origins():
