@@ -1,4 +1,4 @@
-"""One Redis connection pool per process for Django's cache (the scaled mode's logins and languages).
+"""One Redis connection pool per process for Django's cache (the scaled mode's logins, and whom the notifiers reach).
 
 Django keeps a cache object per thread and per async context, and its Redis
 cache client makes a connection pool per cache object. Each request Django
