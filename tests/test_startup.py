@@ -30,7 +30,7 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from askuser_app import services
+from askuser_app.domain import services
 from tests.conftest import log_in
 
 call_command("migrate", interactive=False, verbosity=0)
@@ -49,7 +49,7 @@ from channels.testing import WebsocketCommunicator
 
 given = json.loads(sys.argv[1])
 import controlui.asgi
-from askuser_app import views
+from askuser_app.web import views
 
 loaded = set(sys.modules)
 CSRF = "startupcsrftokenstartupcsrftoken"
