@@ -23,7 +23,7 @@ class AskuserAppConfig(AppConfig):
         from askuser_app.delivery import outbox, webhooks
         from askuser_app.domain import signals
         from askuser_app.models import Preferences, PushSubscription
-        from askuser_app.runtime import i18n, realtime
+        from askuser_app.runtime import realtime
         from askuser_app.runtime.datadir import prepare, protect_sqlite_files
         from askuser_app.staff import admin  # noqa: F401  # registers the history with Django admin
 
@@ -45,7 +45,6 @@ class AskuserAppConfig(AppConfig):
         prepare(settings.DATA_DIR, push=settings.ASKUSER_PUSH and not settings.ASKUSER_VAPID_PRIVATE_KEY)
         connection_created.connect(protect_sqlite_files, dispatch_uid="askuser-protect-sqlite-files")
         for changed in (post_save, post_delete):
-            changed.connect(i18n.forget, sender=Preferences, dispatch_uid=f"askuser-language-{changed is post_save}")
             # Whom the notifiers reach (an address, a choice, a device) is kept between creates.
             for sender in (get_user_model(), Preferences, PushSubscription):
                 changed.connect(

@@ -177,6 +177,11 @@ only over 127.0.0.1 and measures its floors in the same run; client and
 servers share the machine's cores, so read absolute times as orders of
 magnitude and the ratios to the floors as the result.
 
+Every place where askuser departs from the plain Django or Channels way for
+speed is listed in [askuser_app/server/README.md](../askuser_app/server/README.md),
+with the default it replaces, its figure from this document, the target it
+serves, its guarding test and when it can go.
+
 What each figure is:
 - **Floors**: a Redis PUBLISH until the subscribed connection reads it
   (redis-py asyncio); a keep-alive GET to a trivial ASGI app served by Daphne

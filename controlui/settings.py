@@ -193,10 +193,10 @@ CHANNEL_LAYERS = {"default": channel_layer_config()}
 
 
 def cache_config() -> dict[str, Any]:
-    """Where logins (``SESSION_ENGINE``), languages and whom the notifiers
-    reach are kept besides the database: this process's memory in the embedded
-    mode, which runs one process; Redis in the scaled mode, so that a logout in
-    one process ends the login in every other."""
+    """Where logins (``SESSION_ENGINE``) and whom the notifiers reach are kept
+    besides the database: this process's memory in the embedded mode, which
+    runs one process; Redis in the scaled mode, so that a logout in one process
+    ends the login in every other."""
     if REDIS_URL:
         return {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",

@@ -89,7 +89,7 @@ def fresh_channel_layer():
 
 
 def empty_the_cache() -> None:
-    """Forget every login and language cached. In the scaled mode only this
+    """Forget every login and recipient cached. In the scaled mode only this
     project's keys go: Django's ``clear()`` would empty the whole Redis
     database, which may hold more than the tests' keys."""
     if not os.environ.get("REDIS_URL"):

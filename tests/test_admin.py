@@ -336,7 +336,7 @@ def test_the_list_costs_the_same_queries_for_10_or_200_prompts(staff_client, age
         return len(queries)
 
     make_history(agents, owner, 0, 10)
-    page(staff_client.get(PROMPTS))  # the staff member's language is read once, then kept: not counted
+    page(staff_client.get(PROMPTS))  # a first request: what a process reads once is not counted
     with_10 = queries_for_the_list()
     make_history(agents, owner, 10, 190)
     with_200 = queries_for_the_list()

@@ -1,4 +1,4 @@
-"""The cache logins and languages are kept in: in the scaled mode Redis, one
+"""The cache logins are kept in: in the scaled mode Redis, one
 pool of connections per process, and a logout in one process ends the login
 in every other."""
 

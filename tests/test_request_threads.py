@@ -63,16 +63,25 @@ async def test_on_sqlite_creates_run_on_one_thread_with_one_open_connection(seen
     assert len(set(seen)) == 1
 
 
-async def test_a_create_announces_itself_from_its_thread_without_waiting_for_the_layer(token, owner):
-    # The create thread hands the announcement to the event loop (realtime.sending_on).
+async def test_a_create_announces_itself_from_its_thread_without_waiting_for_the_layer(token, owner, monkeypatch):
+    # The create thread hands the announcement to the event loop (realtime.sending_on):
+    # a layer that has not taken it yet holds back neither the thread nor the response.
     layer = get_channel_layer()
     listener = await layer.new_channel()
     await layer.group_add(realtime.user_group(owner.pk), listener)
+    taken, group_send = asyncio.Event(), layer.group_send
 
-    response = await ask(token, "announced")
+    async def slow_group_send(group: str, message: dict) -> None:
+        await taken.wait()
+        await group_send(group, message)
+
+    monkeypatch.setattr(layer, "group_send", slow_group_send)
+
+    response = await asyncio.wait_for(ask(token, "announced"), 10)
+    assert response.status_code == 201 and not taken.is_set()
+    taken.set()
     announced = await asyncio.wait_for(layer.receive(listener), 10)
 
-    assert response.status_code == 201
     assert (announced["type"], announced["status"], announced["prompt_id"]) == (
         "prompt.changed",
         "pending",
@@ -89,6 +98,30 @@ async def test_parked_waits_hold_no_thread(api, token):
     try:
         await until(lambda: hub().waiting == len(waits))
         assert threading.active_count() <= threads + 1  # at most the database thread, once
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+
+
+async def test_parked_waits_share_the_processs_one_layer_channel(api, token, monkeypatch):
+    # A wait listens through the hub (realtime.Hub), not through a layer channel of its own.
+    layer = get_channel_layer()
+    made: list[str] = []
+    new_channel = layer.new_channel
+
+    async def counted(*args, **kwargs) -> str:
+        made.append(await new_channel(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(layer, "new_channel", counted)
+    created = [await ask(token, f"shared-{number}") for number in range(5)]
+    headers = {"Authorization": f"Bearer {token}"}
+
+    waits = [asyncio.ensure_future(asgi_get(f"/api/v1/prompts/{r.json()['id']}?wait=30", headers)) for r in created]
+    try:
+        await until(lambda: hub().waiting == len(waits))
+        assert made == [hub().channel]
     finally:
         for wait in waits:
             wait.cancel()

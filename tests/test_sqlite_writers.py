@@ -1,6 +1,7 @@
 """SQLite's writers, on Django's own backend: a write transaction takes the
-lock when it begins (``transaction_mode="IMMEDIATE"``), and a writer that
-finds it taken waits for it, up to ``timeout``."""
+lock when it begins (``transaction_mode="IMMEDIATE"``), a writer that finds
+it taken waits for it, up to ``timeout``, and a commit appends to the
+write-ahead log without waiting for the disk (``init_command``)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,11 @@ def test_a_transaction_holds_the_write_lock_from_its_start(agent, reader_in_a_tr
         Session.objects.create(owner_id=agent.owner_id, agent=agent, key="never")
 
     assert not connection.in_atomic_block
+
+
+def test_a_commit_is_appended_to_the_write_ahead_log_and_synced_only_at_checkpoints():
+    with connection.cursor() as cursor:
+        journal = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+        synchronous = cursor.execute("PRAGMA synchronous").fetchone()[0]
+
+    assert (journal, synchronous) == ("wal", 1)  # 1: NORMAL

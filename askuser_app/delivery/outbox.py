@@ -123,12 +123,13 @@ def prompt_created(prompt: Prompt) -> None:
 
 # Each notifier's recipients are the owner's: their address and choice, their
 # devices. Read on every create, they cost it about 1.3 ms of its 5.8 ms of
-# CPU on PostgreSQL, and 165 creates a second instead of 205 (docs/PERFORMANCE.md);
-# a person changes them a few times a year. So they are kept in the cache,
-# under a generation that any save or delete of a user, their preferences or
-# a device renews (``recipients_changed``), as does a changed setting: what
-# was kept under an older generation is read again. How long they are kept
-# bounds a change made without any of those (an ``update()``).
+# CPU on PostgreSQL, and 155–168 creates a second against 192–204 without them
+# (docs/PERFORMANCE.md); a person changes them a few times a year. So they are
+# kept in the cache, under a generation that any save or delete of a user,
+# their preferences or a device renews (``recipients_changed``), as does a
+# changed setting: what was kept under an older generation is read again. How
+# long they are kept bounds a change made without any of those (an
+# ``update()``).
 RECIPIENTS_KEPT_SECONDS = 3600
 GENERATION_KEY = "askuser:recipients:generation"
 

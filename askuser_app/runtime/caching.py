@@ -1,11 +1,11 @@
 """The cache as this project uses it: a shortcut past the database, never a source of truth.
 
-What is kept there (a person's language, whom the notifiers reach) is read
-again from the database when the cache cannot be reached (Redis restarting),
-and a write or a forgetting that fails is logged and skipped: no create,
-answer, page or save fails because the cache did. A change whose forgetting
-failed while the cache was reachable but refusing is seen once its entry
-runs out (each says how long it is kept)."""
+What is kept there (whom the notifiers reach) is read again from the
+database when the cache cannot be reached (Redis restarting), and a write or
+a forgetting that fails is logged and skipped: no create, answer, page or
+save fails because the cache did. A change whose forgetting failed while the
+cache was reachable but refusing is seen once its entry runs out (each says
+how long it is kept)."""
 
 from __future__ import annotations
 

@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
 
 from askuser_app.models import Preferences
-from askuser_app.runtime import caching
 from askuser_app.runtime.asyncdb import database_call
 
 if TYPE_CHECKING:
@@ -40,33 +38,9 @@ def chosen(user: AbstractBaseUser | AnonymousUser | None) -> str:
     return _stored(user.pk)
 
 
-# How long the cache keeps a person's choice: every save and delete of their
-# preferences forgets it at once; this bounds a change made without either.
-KEPT_SECONDS = 3600
-
-
-def _cache_key(user_id: Any) -> str:
-    return f"askuser:language:{user_id}"
-
-
 def _stored(user_id: Any) -> str:
-    """The person's choice, kept in the cache the logins are kept in: a page
-    request reads neither the login nor the language from the database."""
-    key = _cache_key(user_id)
-    language = caching.read(key).get(key)
-    if language is None:
-        language = Preferences.objects.filter(user_id=user_id).values_list("language", flat=True).first() or ""
-        caching.keep(key, language, KEPT_SECONDS)
-    return supported(language)
-
-
-def forget(sender: Any, instance: Preferences, **kwargs: Any) -> None:
-    """A person's preferences saved or deleted: their language is read again
-    (connected in ``AskuserAppConfig.ready`` for every save and delete); again
-    once the change commits, so that nothing read before then stays kept."""
-    key = _cache_key(instance.user_id)
-    caching.forget(key)
-    transaction.on_commit(lambda: caching.forget(key), robust=True)
+    """The person's choice, read from their preferences."""
+    return supported(Preferences.objects.filter(user_id=user_id).values_list("language", flat=True).first())
 
 
 def choose(user: AbstractBaseUser, language: str) -> None:

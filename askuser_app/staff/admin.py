@@ -289,7 +289,7 @@ def matching(word: str) -> Q:
 
     One UNION of a lookup per column, each a case-blind substring match
     (``icontains``): on PostgreSQL every one is answered by its trigram index
-    (migration 0006), on SQLite by a scan. A single OR across the tables
+    (migration 0009), on SQLite by a scan. A single OR across the tables
     would make PostgreSQL read every prompt instead."""
     return _by_id(Q(pk__in=_hits(word)), word)
 
@@ -342,8 +342,9 @@ def holding(word: str) -> Q:
 COMMON = 1000
 # The planner's estimate of a word's prompts is trusted only this far from
 # COMMON: "eu-west-123", in 417 of 100,000 prompts, was estimated at 60 or
-# at 1,290 after one ANALYZE or another of the same history, and searched
-# prompt by prompt in 240 ms instead of through its index in 15 ms.
+# at 1,286–1,308 after one ANALYZE or another of the same history, and
+# searched prompt by prompt in 236–250 ms instead of through its index in
+# 14 ms (docs/PERFORMANCE.md).
 UNSURE = 4
 # pg_trgm has no trigram for a shorter word: its indexes cannot find it.
 SHORTEST_INDEXED = 3
