@@ -102,7 +102,7 @@ def server_env(django_db_setup, tmp_path_factory) -> dict[str, str]:
     env["DATABASE_URL"] = database_url()
     env["ASKUSER_DATA_DIR"] = str(tmp_path_factory.mktemp("server-data"))
     # The same key as this process, so sessions made here are valid there.
-    env["SECRET_KEY"] = settings.SECRET_KEY
+    env["SECRET_KEY"] = str(settings.SECRET_KEY)  # read from the data folder when first used
     return env
 
 

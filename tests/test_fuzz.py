@@ -348,7 +348,7 @@ def test_an_email_delay_is_saved_or_refused_clearly_and_a_refusal_changes_nothin
 @with_non_ascii_digits
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_a_wait_that_is_not_an_ascii_number_of_seconds_is_refused_naming_it(api, agent, value):
-    from askuser_app import contract, services
+    from askuser_app.domain import contract, services
 
     prompt = Prompt.objects.filter(status=Prompt.Status.NO_ANSWER).first()
     if prompt is None:  # resolved, so that any wait accepted returns at once
@@ -368,7 +368,7 @@ def test_a_wait_that_is_not_an_ascii_number_of_seconds_is_refused_naming_it(api,
 @with_non_ascii_digits
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_an_after_that_is_not_an_ascii_message_id_is_refused_naming_it(api, agent, value):
-    from askuser_app import services
+    from askuser_app.domain import services
 
     if not Session.objects.exists():
         services.post_agent_message(agent, "support-42", "Hello")
@@ -427,7 +427,7 @@ def test_any_page_day_count_or_agent_in_the_admin_is_shown_or_ignored(staff, par
 @with_non_ascii_digits
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 def test_a_reconnecting_tab_showing_any_extension_count_is_caught_up_cleanly(agent, owner, value):
-    from askuser_app import ui
+    from askuser_app.web import ui
 
     prompt = pending_or_new(agent)
     query = urlencode({"since": ui.timeline_cursor(), "shown": str(prompt.pk), "extended": value})
@@ -447,9 +447,9 @@ def test_a_reconnecting_tab_showing_any_extension_count_is_caught_up_cleanly(age
 
 @pytest.mark.parametrize("value", [*NON_ASCII_DIGITS, "1²", "٣٤", "9" * 30, "-1", "1_0", "inf"])
 def test_a_retry_after_that_is_not_ascii_digits_counts_as_no_retry_after(value):
-    from askuser_app.chat import discord, push, slack
-
-    from askuser_app import client
+    from askuser_app.agents import client
+    from askuser_app.delivery.chats import discord, slack
+    from askuser_app.delivery.notifiers.push import adapter as push
 
     header = [(b"Retry-After", value.encode())]
 

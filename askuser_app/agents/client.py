@@ -226,7 +226,7 @@ def backoff(first: float = 0.25, cap: float = 5.0) -> Iterator[float]:
 
 
 def retry_after(reply: Reply, fallback: float) -> float:
-    """The server's ``Retry-After`` (ASCII digits only, as ``askuser_app.chars.ascii_int``
+    """The server's ``Retry-After`` (ASCII digits only, as ``askuser_app.domain.chars.ascii_int``
     reads them: this file imports nothing of the server's), at most 30 s; else ``fallback``."""
     given = reply.headers.get("Retry-After", "").strip() if isinstance(reply, httpx.Response) else ""
     if _SECONDS.fullmatch(given):
