@@ -117,6 +117,8 @@ class Prompt(models.Model):
         CANCELLED = "cancelled"
         ABORTED = "aborted"
         SKIPPED = "skipped"
+        # A coding agent's hook stopped waiting: its own dialog at the terminal asks instead.
+        TERMINAL = "terminal"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="prompts")
@@ -139,6 +141,9 @@ class Prompt(models.Model):
     request_digest = models.CharField(max_length=64, blank=True, editable=False)
     callback_url = models.URLField(max_length=2048, blank=True, help_text="Where the result is POSTed on resolution.")
     extended = models.PositiveSmallIntegerField(default=0, help_text="How often the person asked for more time.")
+    hook_event = models.CharField(
+        max_length=32, blank=True, help_text="The coding agent's hook event that asked (PermissionRequest, …), if any."
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -186,6 +191,7 @@ class Question(models.Model):
     header_full = models.CharField(max_length=500, help_text="The header as the agent sent it.")
     text = models.TextField()
     multi_select = models.BooleanField(default=False)
+    detail = models.TextField(blank=True, help_text="Text shown verbatim under the question (a command, a diff).")
 
     class Meta:
         ordering = ["prompt", "position"]
@@ -235,8 +241,9 @@ class PromptEvent(models.Model):
         CANCELLED = "cancelled"
         ABORTED = "aborted"
         EXTENDED = "extended"  # not terminal: the person asked for more time
+        AT_TERMINAL = "terminal"  # the agent's hook stopped waiting and asked at its terminal
 
-    TERMINAL = frozenset({Kind.ANSWERED, Kind.SKIPPED, Kind.EXPIRED, Kind.CANCELLED, Kind.ABORTED})
+    TERMINAL = frozenset({Kind.ANSWERED, Kind.SKIPPED, Kind.EXPIRED, Kind.CANCELLED, Kind.ABORTED, Kind.AT_TERMINAL})
 
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="events")
     at = models.DateTimeField(default=timezone.now)

@@ -93,6 +93,12 @@ def for_people(ok: int, *, b: int = 404, staff: int = 404, anonymous: int = 302)
 
 STAFF_ONLY = expect(302, staff=200)
 NEW_PROMPT = payload(session="fresh")
+HOOK_EVENT = {
+    "hook_event_name": "Stop",
+    "session_id": "conversation-1",
+    "cwd": "/home/a/app",
+    "stop_hook_active": False,
+}
 
 # (route as the server knows it, method, concrete path, request data, expected status by role)
 HTTP_RULES = [
@@ -109,6 +115,8 @@ HTTP_RULES = [
         for_agents(201, b=201),
     ),
     ("api/v1/sessions/<key>/messages", "GET", "/api/v1/sessions/s-a/messages", {}, for_agents(200)),
+    # A coding agent's hook: a Stop line in the token's own owner's session (another session key per owner).
+    ("api/v1/hooks", "POST", "/api/v1/hooks?wait=0", {"body": HOOK_EVENT}, for_agents(200, b=200)),
     # Public by decision, like the OpenAPI document: it describes the API and holds nothing of anyone's.
     ("api/v1/tool", "GET", "/api/v1/tool", {}, expect(200)),
     ("api/v1/", "GET", "/api/v1/", {}, expect(404)),  # the API's root has nothing to show

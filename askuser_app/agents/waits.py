@@ -127,7 +127,7 @@ async def _resolution(inbox: Inbox, state: dict[str, Any], end: float) -> dict[s
     An extension (``prompt.extended``) moves the deadline in ``state``, which
     the wait then runs to: a wait bounded by the old deadline goes on."""
     while True:
-        event = await _next(inbox, min(end, _deadline(state) + 0.01) - time.time())
+        event = await next_event(inbox, min(end, _deadline(state) + 0.01) - time.time())
         if event is None:
             return None
         if event["type"] == "prompt.resolved":
@@ -175,7 +175,7 @@ async def wait_for_messages(
 async def _messages_arriving(inbox: Inbox, session_id: int, after: int, end: float) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     while not messages and time.monotonic() < end:
-        event = await _next(inbox, end - time.monotonic())
+        event = await next_event(inbox, end - time.monotonic())
         if event is None:
             break
         # The group is the key's: another owner's session with this key is not this one.
@@ -196,7 +196,7 @@ def _messages_after(session_id: int, after: int) -> list[dict[str, Any]]:
     return [contract.message_json(m) for m in services.messages_after(session_id, after)]
 
 
-async def _next(inbox: Inbox, timeout: float) -> dict[str, Any] | None:
+async def next_event(inbox: Inbox, timeout: float) -> dict[str, Any] | None:
     try:
         async with asyncio.timeout(max(timeout, 0)):
             return await inbox.get()
@@ -253,6 +253,8 @@ class LongPoll(AsyncHttpConsumer):
             hangup.cancel()
             answered = waiting.done()
             waiting.cancel()
+            # Its clean-up (a hook's prompt handed back, the hub left) ends before the response.
+            await asyncio.gather(waiting, return_exceptions=True)
         if answered:
             await http.respond(self.send, *waiting.result(), scope=self.scope)
 

@@ -30,6 +30,7 @@ MIN_TIMEOUT, MAX_TIMEOUT = 30, 3600
 MAX_WAIT = 55
 MAX_BODY_BYTES = 64 * 1024
 MAX_FREE_TEXT = 2000
+MAX_DETAIL = 4000
 RECOMMENDED = "(recommended)"
 
 # Invisible characters that make a string look blank without being whitespace.
@@ -88,12 +89,27 @@ def _joins(value: str, index: int) -> bool:
     return _NO_JOINING.match(value[index - 1]) is None
 
 
+def visible(text: str) -> str:
+    """``text`` as a ``detail`` may hold it: line ends as new lines, and every character a
+    field refuses (other control characters, lone surrogates, invisible and text-direction
+    ones) written out as ``\\u{…}``, so a command shows what it is, not what it looks like."""
+    text = text.replace("\r\n", "\n")
+    return "".join(
+        f"\\u{{{ord(char):04x}}}" if char in _DECEPTIVE or control_character(char) else char for char in text
+    )
+
+
 def _single_line(value: str) -> str:
     return _checked_text(value, multiline=False)
 
 
 def _multi_line(value: str) -> str:
     return _checked_text(value, multiline=True)
+
+
+def _detail(value: str) -> str:
+    """Shown verbatim, so only the blank lines around it go: a diff's first indent stays."""
+    return _multi_line(value.strip("\n").rstrip())
 
 
 def _not_other(label: str) -> str:
@@ -141,6 +157,7 @@ QuestionId = Annotated[str, StringConstraints(strip_whitespace=True, max_length=
 Label = Annotated[Line, StringConstraints(max_length=64), AfterValidator(_not_other)]
 MAX_TITLE = 120
 Title = Annotated[Line, StringConstraints(max_length=MAX_TITLE)]
+Detail = Annotated[str, StringConstraints(strip_whitespace=False, max_length=MAX_DETAIL), AfterValidator(_detail)]
 
 
 class Strict(BaseModel):
@@ -168,6 +185,13 @@ class QuestionIn(Strict):
         min_length=2, max_length=4, description="2 to 4 distinct choices; never an Other option."
     )
     multiSelect: StrictBool = Field(default=False, description="Allow choosing several options.")
+    detail: Detail | None = Field(
+        default=None,
+        description=(
+            f"Optional plain text the user should see to decide (a command, a diff, a URL; at most {MAX_DETAIL} "
+            "characters), shown verbatim in a monospace block under the question."
+        ),
+    )
 
     @functools.cached_property
     def short_header(self) -> str:
@@ -466,7 +490,7 @@ class ResultOut(Document):
         description="While pending: how many times the person asked for more time (each moves expires_at later).",
     )
     answers: AnswersOut | None = None
-    reason: Literal["expired", "cancelled", "aborted", "skipped"] | None = None
+    reason: Literal["expired", "cancelled", "aborted", "skipped", "terminal"] | None = None
     resolved_by: str | None = None
     surface: str | None = None
     resolved_at: str | None = None
@@ -539,6 +563,8 @@ find in the request, the code or a sensible default.
 label with " (Recommended)".
 - Never add an "Other" option: the user can always type their own answer.
 - Keep `header` very short (12 characters); make `question` one clear sentence.
+- When the user must see exact text to decide (the command to run, a diff, a URL), \
+put it in the question's `detail` (plain text, at most 4,000 characters), not in `question`.
 - The result is {"status": "answered", "answers": {"answers": {"<id>": ["<label or typed text>"]}}} \
 or {"status": "no_answer"} when the user skipped, the question timed out or it was cancelled.
 - After no_answer, continue with your best judgement and say which choice you made. \
@@ -566,6 +592,7 @@ def tool_definition() -> dict[str, Any]:
             "questions": [1, MAX_QUESTIONS],
             "options": [2, 4],
             "header_length": HEADER_LENGTH,
+            "detail_length": MAX_DETAIL,
             "timeout_seconds": {"default": DEFAULT_TIMEOUT, "min": MIN_TIMEOUT, "max": MAX_TIMEOUT},
         },
     }

@@ -145,8 +145,11 @@ class Asked:
     created: bool  # False when an Idempotency-Key replayed an earlier create
 
 
-def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str | None = None) -> Asked:
-    """Store a new pending prompt for the agent's session, or refuse it."""
+def ask(
+    agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str | None = None, hook_event: str = ""
+) -> Asked:
+    """Store a new pending prompt for the agent's session, or refuse it; ``hook_event``
+    names the coding agent's hook event that asked, if one did (for staff)."""
     if request.run_kind != Run.Kind.MAIN:  # type: ignore[comparison-overlap]  # a TextChoices member is its str
         raise Refused("ask_user is available only in the main session; a subagent run cannot ask the user.")
     # Only a retry with the same key compares digests: without a key there is nothing to replay.
@@ -164,6 +167,9 @@ def ask(agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str 
         if not created:
             return _replay(prompt, digest)
         _store_questions(prompt, request)
+        if hook_event:  # only a hook's prompt pays for this statement
+            Prompt.objects.filter(pk=prompt.pk).update(hook_event=hook_event)
+            prompt.hook_event = hook_event
         _record(prompt, PromptEvent.Kind.CREATED, f"agent {agent.name}", "api", run_id=run.run_id)
         signals.prompt_created.send(Prompt, prompt=prompt)
         transaction.on_commit(lambda: signals.deadline_added.send(Prompt, expires_at=prompt.expires_at), robust=True)
@@ -194,7 +200,10 @@ def _check_window(made: QuerySet[Any], limit: int, done: str) -> None:
 def request_digest(request: contract.CreatePromptIn) -> str:
     # Without a callback_url the digest stays what it was before webhooks existed.
     # Nor without a title: a retry from before titles existed still replays.
-    unset = {name for name in ("callback_url", "title") if getattr(request, name) is None}
+    # Nor without a detail: a question's detail is left out when none has one.
+    unset: dict[str, Any] = {name: True for name in ("callback_url", "title") if getattr(request, name) is None}
+    if all(q.detail is None for q in request.questions):
+        unset["questions"] = {"__all__": {"detail"}}
     return hashlib.sha256(request.model_dump_json(exclude=unset or None).encode()).hexdigest()
 
 
@@ -407,6 +416,7 @@ def _store_questions(prompt: Prompt, request: contract.CreatePromptIn) -> None:
             header_full=q.header,
             text=q.question,
             multi_select=q.multiSelect,
+            detail=q.detail or "",
         )
         for index, q in enumerate(request.questions)
     ]
@@ -586,6 +596,12 @@ def abort_run(agent: Agent, run_id: str) -> Aborted:
                 pending, Reason.ABORTED, PromptEvent.Kind.ABORTED, actor=f"agent {agent.name}", surface="api"
             )
     return Aborted(run, cancelled)
+
+
+def hand_back(prompt: Prompt, *, agent: Agent) -> Prompt:
+    """A coding agent's hook stopped waiting (its ``wait`` passed, or it hung up): the
+    agent's own dialog at its terminal asks instead, so the prompt closes here."""
+    return _no_answer(prompt, Reason.TERMINAL, PromptEvent.Kind.AT_TERMINAL, actor=f"agent {agent.name}", surface="api")
 
 
 def expire(prompt: Prompt) -> Prompt:
@@ -835,13 +851,23 @@ MAX_MESSAGE = 4000
 
 def post_agent_message(agent: Agent, key: str, text: Any, *, title: str | None = None) -> Message:
     """The agent says something in the session's chat; the session is made on first use."""
+    return _post_for_agent(agent, key, text, title, Message.Author.AGENT)
+
+
+def post_agent_note(agent: Agent, key: str, text: str, *, title: str | None = None) -> Message:
+    """A line askuser writes in the session's timeline about the agent ("Claude Code finished: …"):
+    counted like the agent's messages, shown as askuser's own, never read as a reply."""
+    return _post_for_agent(agent, key, text, title, Message.Author.SYSTEM)
+
+
+def _post_for_agent(agent: Agent, key: str, text: Any, title: str | None, author: str) -> Message:
     text = _message_text(text)
     with transaction.atomic():
         # Before the session is made on demand: a refused message leaves nothing behind.
         posted = Message.objects.filter(agent=agent)
         _check_window(posted, settings.ASKUSER_MESSAGE_RATE_LIMIT, "posted {limit} messages")
         session, _ = _session_for(agent, key, title)
-        message = Message.objects.create(session=session, author=Message.Author.AGENT, text=text, agent=agent)
+        message = Message.objects.create(session=session, author=author, text=text, agent=agent)
         signals.message_created.send(Message, message=message)
     return message
 

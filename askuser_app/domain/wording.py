@@ -72,6 +72,12 @@ OUTCOMES = {
         caption=gettext_noop("Cancelled: the agent's run was aborted"),
         sentence=gettext_noop("This prompt was cancelled at %(when)s because the agent's run was aborted."),
     ),
+    # A coding agent's hook stopped waiting; its own dialog at the terminal asks instead.
+    "terminal": Outcome(
+        word=gettext_noop("Asked at the terminal"),
+        caption=gettext_noop("Asked at the terminal instead"),
+        sentence=gettext_noop("This prompt was handed back to the agent's terminal at %(when)s; answer it there."),
+    ),
 }
 
 # Where a prompt was resolved, as it follows the outcome: "answered on the web".

@@ -1,0 +1,215 @@
+"""SPEC 4.5: a coding agent's hook events posted to /api/v1/hooks get the hook output back,
+through the ASGI app production serves."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from askuser_app.domain import hooks, services
+from askuser_app.models import Message, Prompt
+from askuser_app.runtime import realtime
+from askuser_app.runtime.asyncdb import database_call
+
+from .conftest import asgi_request, until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEADLINE = 10
+SESSION_ID = "5f1c2e7a-1d2b-4c11-9a3e-0b6f7f4d2e10"
+BASE = {"session_id": SESSION_ID, "transcript_path": "/home/alice/.claude/projects/x.jsonl", "cwd": "/home/alice/app"}
+BASH = {
+    **BASE,
+    "hook_event_name": "PermissionRequest",
+    "tool_name": "Bash",
+    "tool_input": {"command": "rm -rf build/ && echo '<script>alert(1)</script>'", "description": "Clean"},
+    "permission_suggestions": [
+        {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "rm -rf build/"}], "behavior": "allow"}
+    ],
+}
+
+
+def post_hook(token: str, event: dict | bytes, wait: float = 30) -> asyncio.Future:
+    body = event if isinstance(event, bytes) else json.dumps(event).encode()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    return asyncio.ensure_future(asgi_request("POST", f"/api/v1/hooks?wait={wait}", content=body, headers=headers))
+
+
+@database_call
+def the_prompt() -> Prompt | None:
+    return Prompt.objects.select_related("session").prefetch_related("questions__options").first()
+
+
+async def asked_prompt() -> Prompt:
+    """The hook's prompt, once the hook call waits on it."""
+    found: list[Prompt] = []
+
+    async def read() -> None:
+        prompt = await the_prompt()
+        if prompt is not None and realtime.hub().inboxes.get(realtime.prompt_group(prompt.pk)):
+            found.append(prompt)
+
+    loop_end = asyncio.get_running_loop().time() + DEADLINE
+    while not found:
+        assert asyncio.get_running_loop().time() < loop_end, "the hook never parked"
+        await read()
+        await asyncio.sleep(0.01)
+    return found[0]
+
+
+answer = database_call(services.answer)
+
+
+async def test_a_permission_request_asks_one_question_with_the_command_shown(token, owner):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    [question] = prompt.questions.all()
+    assert (question.header, question.text) == ("Bash", "Run this command?")
+    assert question.detail == "rm -rf build/ && echo '<script>alert(1)</script>'"
+    assert [o.label for o in question.options.all()] == ["Allow", "Deny", "Allow and don't ask again"]
+    assert prompt.session.title == "Claude Code · app"
+    assert prompt.session.key.startswith("cc-") and len(prompt.session.key) == 23
+    assert prompt.hook_event == "PermissionRequest"
+    await answer(prompt, {"permission": "Allow"}, by=owner, surface="web")
+    await asyncio.wait_for(calling, DEADLINE)
+
+
+async def test_allow_in_the_panel_returns_the_allow_decision(token, owner):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    await answer(prompt, {"permission": "Allow"}, by=owner, surface="web")
+
+    response = await asyncio.wait_for(calling, DEADLINE)
+    assert response.status_code == 200
+    assert response.json() == {
+        "hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}
+    }
+
+
+async def test_allow_and_dont_ask_again_returns_the_suggestions_as_updated_permissions(token, owner):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    await answer(prompt, {"permission": "Allow and don't ask again"}, by=owner, surface="web")
+
+    decision = (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "allow", "updatedPermissions": BASH["permission_suggestions"]}
+
+
+async def test_deny_says_who_denied_and_where(token, owner):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    await answer(prompt, {"permission": "Deny"}, by=owner, surface="telegram")
+
+    decision = (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "deny", "message": "Denied by alice on Telegram"}
+
+
+async def test_the_persons_own_words_deny_with_those_words(token, owner):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    await answer(prompt, {"permission": "Use make clean instead"}, by=owner, surface="web")
+
+    decision = (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "deny", "message": "Use make clean instead"}
+
+
+async def test_no_answer_within_wait_returns_nothing_and_closes_the_prompt(token):
+    response = await asyncio.wait_for(post_hook(token, BASH, wait=0.2), DEADLINE)
+
+    assert (response.status_code, response.json()) == (200, {})
+    prompt = await the_prompt()
+    assert (prompt.status, prompt.reason) == ("no_answer", "terminal")
+    assert realtime.hub().inboxes == {}
+
+
+async def test_a_pretooluse_gets_a_permission_decision_or_ask(token, owner):
+    event = {**BASH, "hook_event_name": "PreToolUse"}
+    event.pop("permission_suggestions")
+    calling = post_hook(token, event)
+    prompt = await asked_prompt()
+    assert [o.label for o in prompt.questions.all()[0].options.all()] == ["Allow", "Deny"]
+
+    await answer(prompt, {"permission": "Deny"}, by=owner, surface="web")
+
+    assert (await asyncio.wait_for(calling, DEADLINE)).json() == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Denied by alice on the web",
+        }
+    }
+    unanswered = (await asyncio.wait_for(post_hook(token, event, wait=0.1), DEADLINE)).json()
+    assert unanswered["hookSpecificOutput"]["permissionDecision"] == "ask"
+
+
+async def test_a_second_request_while_one_is_pending_goes_to_the_terminal_at_once(token, owner):
+    first = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    second = await asyncio.wait_for(post_hook(token, {**BASH, "tool_input": {"command": "ls"}}), DEADLINE)
+
+    assert (second.status_code, second.json()) == (200, {})
+    await answer(prompt, {"permission": "Allow"}, by=owner, surface="web")
+    assert (await asyncio.wait_for(first, DEADLINE)).json()["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+
+
+@database_call
+def timeline() -> list[tuple[str, str, str]]:
+    return list(Message.objects.values_list("session__key", "author", "text"))
+
+
+async def test_notification_and_stop_write_a_line_and_return_at_once(token):
+    notified = {**BASE, "hook_event_name": "Notification", "notification_type": "idle_prompt", "message": "…"}
+    last = "Done. " + "x" * 400
+    stopped = {**BASE, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": last}
+
+    for event in (notified, stopped):
+        response = await asyncio.wait_for(post_hook(token, event), DEADLINE)
+        assert (response.status_code, response.json()) == (200, {})
+
+    key = hooks.session_key(BASE)
+    assert await timeline() == [
+        (key, "system", "Claude Code is waiting for your input"),
+        (key, "system", "Claude Code finished: " + last[:300] + "…"),
+    ]
+
+
+async def test_an_unknown_event_returns_nothing(token):
+    response = await asyncio.wait_for(post_hook(token, {**BASE, "hook_event_name": "SessionStart"}), DEADLINE)
+
+    assert (response.status_code, response.json()) == (200, {})
+    assert await the_prompt() is None
+
+
+async def test_malformed_json_is_a_400_with_the_usual_body(token):
+    response = await asyncio.wait_for(post_hook(token, b"{not json"), DEADLINE)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_json"
+
+
+async def test_without_a_token_it_is_401(token):
+    response = await asyncio.wait_for(post_hook("nope", BASH), DEADLINE)
+
+    assert response.status_code == 401
+    assert await the_prompt() is None
+
+
+def test_the_tool_input_is_cut_visibly_at_the_detail_length():
+    shown = hooks.detail("Bash", {"command": "echo " + "y" * 10_000})
+
+    assert 3990 <= len(shown) <= 4000
+    assert shown.endswith("more characters)")
+
+
+def test_an_edit_shows_the_file_and_the_change():
+    shown = hooks.detail("Edit", {"file_path": "/a/app.py", "old_string": "x = 1", "new_string": "x = 2"})
+
+    assert shown == "/a/app.py\n\n@@ -1 +1 @@\n-x = 1\n+x = 2"
