@@ -13,7 +13,7 @@ from askuser_app.models import Message, Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 
-from .conftest import asgi_request, until
+from .conftest import asgi_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -55,6 +55,7 @@ class TextQuestion:
     multi_select: bool
     options: tuple[str, ...]
     descriptions: tuple[str, ...] = ()
+    detail: str = ""  # shown verbatim under the question (a command, a diff)
 
     @classmethod
     def of(cls, question: Question) -> TextQuestion:
@@ -66,6 +67,7 @@ class TextQuestion:
             multi_select=question.multi_select,
             options=tuple(o.label for o in options),
             descriptions=tuple(o.description for o in options),
+            detail=question.detail,
         )
 
 
@@ -262,6 +264,11 @@ def reply_guidance(questions: Sequence[TextQuestion]) -> str:
 # --- rendering -------------------------------------------------------------------
 
 
+def shown_detail(question: TextQuestion) -> list[str]:
+    """The question's detail as lines of its own, set apart by blank lines; none without one."""
+    return ["", question.detail, ""] if question.detail else []
+
+
 def render_prompt(questions: Sequence[TextQuestion]) -> str:
     """The prompt as text: numbered options, the Other line, how to reply."""
     blocks = []
@@ -275,7 +282,7 @@ def render_prompt(questions: Sequence[TextQuestion]) -> str:
         )
         if question.multi_select:
             title += " " + _("(choose one or more)")
-        lines = [title]
+        lines = [title, *shown_detail(question)]
         for index, label in enumerate(question.options, 1):
             description = question.descriptions[index - 1] if index <= len(question.descriptions) else ""
             lines.append(f"{indent}{index}. {label}" + (f" — {description}" if description else ""))

@@ -473,7 +473,7 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
     estimates: weakref.WeakKeyDictionary[HttpRequest, int] = weakref.WeakKeyDictionary()
     actions = ("cancel_pending",)
     fieldsets = (
-        (None, {"fields": ("id", "status", "reason", "agent", "owner", "session", "run")}),
+        (None, {"fields": ("id", "status", "reason", "agent", "owner", "session", "run", "hook_event")}),
         (
             "Time",
             {"fields": ("created", "timeout_seconds", "expires", "extended_times", "resolved", "time_to_resolution")},

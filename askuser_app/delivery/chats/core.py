@@ -116,7 +116,7 @@ def _asked(questions: tuple[textreply.TextQuestion, ...]) -> tuple[str, str]:
     """The header and what was asked, without how to reply."""
     if _by_buttons(questions):
         question = questions[0]
-        lines = [question.text, ""]
+        lines = [question.text, "", *([question.detail, ""] if question.detail else [])]
         for label, description in zip(question.options, question.descriptions, strict=False):
             lines.append(f"• {label}" + (f" — {description}" if description else ""))
         return question.header, "\n".join(lines)

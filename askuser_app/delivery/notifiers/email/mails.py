@@ -149,7 +149,13 @@ def mail_context(prompt: Prompt, owner: User, now: datetime | None = None) -> di
             for index, (label, description) in enumerate(zip(question.options, question.descriptions, strict=False))
         ]
         shown.append(
-            {"header": question.header, "text": question.text, "multi": question.multi_select, "options": options}
+            {
+                "header": question.header,
+                "text": question.text,
+                "detail": question.detail,
+                "multi": question.multi_select,
+                "options": options,
+            }
         )
 
     return {

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("askuser")
 
 MAX_TITLE = 120
+MAX_DETAIL = 120  # characters of a question's detail a notification shows
 MAX_BODY = 600  # a push carries at most 4 KiB; notifications show a few lines anyway
 TTL = 12 * 60 * 60  # a phone that is off gets it within this; a prompt rarely waits longer
 VAPID_LIFETIME = 12 * 60 * 60  # how long a push service takes our signature (RFC 8292: at most a day)
@@ -400,6 +401,8 @@ def message_of(card: Card) -> dict[str, Any]:
     question = first.text if first is not None else card.text
     more = len(card.questions) - 1
     body = question
+    if first is not None and first.detail:  # the command or URL, cut short: the notification has little room
+        body += "\n" + _clip(" ".join(first.detail.split()), MAX_DETAIL)
     if more > 0:
         body += "\n" + ngettext("and %(count)d more question", "and %(count)d more questions", more) % {"count": more}
     title = _("%(agent)s asks: %(header)s") % {"agent": card.agent, "header": header} if header else card.header
