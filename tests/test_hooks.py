@@ -8,11 +8,14 @@ import json
 
 import pytest
 
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.chats.telegram import SECRET_HEADER
 from askuser_app.domain import hooks, services
 from askuser_app.models import Message, Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 
+from .chatfake import fake_api  # noqa: F401  (the fixture)
 from .conftest import asgi_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -213,3 +216,51 @@ def test_an_edit_shows_the_file_and_the_change():
     shown = hooks.detail("Edit", {"file_path": "/a/app.py", "old_string": "x = 1", "new_string": "x = 2"})
 
     assert shown == "/a/app.py\n\n@@ -1 +1 @@\n-x = 1\n+x = 2"
+
+
+# --- answered on Telegram -----------------------------------------------------------------------
+
+TELEGRAM_TOKEN = "123456:TEST-token"
+TELEGRAM_SECRET = "s3cret-webhook-token"
+CHAT = 4242
+
+
+@pytest.fixture
+def telegram(settings, fake_api):  # noqa: F811
+    settings.TELEGRAM_BOT_TOKEN = TELEGRAM_TOKEN
+    settings.TELEGRAM_WEBHOOK_SECRET = TELEGRAM_SECRET
+    settings.TELEGRAM_API_URL = fake_api.url
+    settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
+    for method in ("sendMessage", "editMessageText", "answerCallbackQuery", "getMe"):
+        fake_api.route("POST", f"/bot{TELEGRAM_TOKEN}/{method}", lambda call: (200, {"ok": True, "result": True}))
+    return fake_api
+
+
+async def test_a_telegram_button_decides_the_permission(telegram, owner, token):
+    await database_call(core.link_by_hand)(owner, "telegram", str(CHAT), chat_id=str(CHAT), handle="@alice")
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+    hexid = prompt.pk.hex
+
+    tap = {
+        "update_id": 1,
+        "callback_query": {
+            "id": "cb-1",
+            "from": {"id": CHAT, "is_bot": False, "first_name": "Alice", "username": "alice"},
+            "chat_instance": "ci",
+            "message": {"message_id": 500, "date": 1_700_000_000, "chat": {"id": CHAT, "type": "private"}, "text": "…"},
+            "data": f"o:{hexid}:1",  # the second button: Deny
+        },
+    }
+    headers = {SECRET_HEADER: TELEGRAM_SECRET, "Content-Type": "application/json"}
+    tapped = await asyncio.wait_for(
+        asgi_request("POST", "/chat/telegram/webhook", content=json.dumps(tap).encode(), headers=headers), DEADLINE
+    )
+
+    assert tapped.status_code == 200
+    assert (await asyncio.wait_for(calling, DEADLINE)).json() == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "Denied by alice on Telegram"},
+        }
+    }

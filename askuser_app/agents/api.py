@@ -3,7 +3,8 @@
 Views stay thin: they read the request, call the contract to validate and
 ``services`` to act; ``edge`` turns every refusal into its documented status.
 The two waiting reads (``GET /prompts/{id}``, ``GET /sessions/{key}/messages``)
-are served by ``longpoll`` in front of Django; this document describes them.
+and the hooks' call (``POST /hooks``) are served in front of Django (``waits``,
+``hooks``); this document describes them.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class AgentAPI(NinjaAPI):
                 components.setdefault(name, definition)
         for route, operation in long_poll_operations().items():
             schema["paths"].setdefault(route, {})["get"] = operation
+        schema["paths"].setdefault("/api/v1/hooks", {})["post"] = hook_operation()
         return schema
 
 
@@ -249,6 +251,42 @@ meanwhile goes on to the new one.""",
             contract.MessagesOut,
         ),
     }
+
+
+HOOK_EVENT = {
+    "type": "object",
+    "description": "A hook event's JSON as the agent sends it (the Claude Code hooks reference names its fields).",
+    "properties": {
+        "hook_event_name": {"type": "string", "examples": ["PermissionRequest", "PreToolUse", "Notification", "Stop"]},
+        "session_id": {"type": "string"},
+        "cwd": {"type": "string"},
+        "tool_name": {"type": "string"},
+        "tool_input": {"type": "object"},
+        "permission_suggestions": {"type": "array", "items": {}},
+    },
+}
+HOOK_OUTPUT = {"type": "object", "description": "The hook's output JSON; {} when nobody decided."}
+
+
+def hook_operation() -> dict[str, Any]:
+    """``POST /api/v1/hooks``, served by ``agents.hooks`` in front of Django."""
+    wait = {**WAIT_PARAMETER, "schema": {"type": "number", "default": 55, "minimum": 0, "maximum": 590}}
+    operation = long_poll_operation(
+        "post_hook",
+        "Answer a coding agent's hook event",
+        """A Claude Code (or Codex) hook event, answered with the hook's output JSON.
+``PermissionRequest`` and ``PreToolUse`` ask the person one question (Allow / Deny /
+Allow and don't ask again, the tool input as its ``detail``) and hold up to ``wait``
+seconds (default 55, at most 590; keep it below the hook's own ``timeout``) for the
+answer: allow or deny as the person said, or ``{}`` (PreToolUse: ``ask``) when nobody
+answered, and the prompt closes. ``Notification`` and ``Stop`` add a line to the
+session's timeline; they and any other event return ``{}`` at once.""",
+        [wait],
+        dict,
+    )
+    operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": HOOK_EVENT}}}
+    operation["responses"]["200"]["content"]["application/json"]["schema"] = HOOK_OUTPUT
+    return operation
 
 
 def long_poll_operation(

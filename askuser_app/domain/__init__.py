@@ -2,7 +2,7 @@
 
 The agent contract (``contract``: the tool schema, validation and the result
 shape), the only code that changes a prompt's state (``services``), the words
-for outcomes and surfaces (``wording``), plain-text replies (``textreply``),
+for outcomes and surfaces (``wording``), plain-text replies (``textreply``), coding agents' hook events (``hooks``),
 agent tokens (``agentauth``), a person's preferences (``prefs``) and the
 signals through which the rest of the app hears of a change.
 
