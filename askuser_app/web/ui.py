@@ -563,9 +563,7 @@ def inbox_cards(user: Any, *, error: str = "", error_for: str = "") -> list[Inbo
 def just_answered(user: Any) -> list[JustAnswered]:
     """The person's prompts resolved within JUST_ANSWERED_WITHIN, latest first."""
     since = timezone.now() - JUST_ANSWERED_WITHIN
-    resolved = Prompt.objects.filter(session__owner=user, resolved_at__gte=since).exclude(
-        status=Prompt.Status.PENDING
-    )
+    resolved = Prompt.objects.filter(session__owner=user, resolved_at__gte=since).exclude(status=Prompt.Status.PENDING)
     prompts = list(
         resolved.select_related("session", "resolved_by")
         .prefetch_related(services.QUESTIONS_IN_ORDER[0])
