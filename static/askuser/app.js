@@ -484,9 +484,13 @@
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var target = event.detail.target;
     var incoming = event.detail.fragment;
-    if (target.id === "inbox-prompts" && incoming.id === "inbox-prompts") {
-      event.detail.shouldSwap = false;
-      updateInbox(target, incoming);
+    if (target.id === "inbox-prompts") {
+      // htmx hands over the new markup as the element or in a fragment.
+      var list = incoming.id === "inbox-prompts" ? incoming : incoming.querySelector && incoming.querySelector("#inbox-prompts");
+      if (list) {
+        event.detail.shouldSwap = false;
+        updateInbox(target, list);
+      }
       return;
     }
     if (target.id === "prompt-panel") noteFocusBeforeClosing(target, incoming);
