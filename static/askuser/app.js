@@ -216,7 +216,8 @@
   }
 
   function onInboxKey(event) {
-    if (typing(event.target)) return false;
+    // Letters typed into a field (Other, the language's list) are the field's.
+    if (typing(event.target) || event.target.tagName === "SELECT") return false;
     var card = activeCard();
     if (event.key === "j" || event.key === "k") {
       event.preventDefault();
