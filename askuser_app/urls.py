@@ -16,6 +16,7 @@ urlpatterns = [
     path("s/<str:key>/prompts/<uuid:prompt_id>/answer", views.answer_prompt, name="answer_prompt"),
     path("s/<str:key>/prompts/<uuid:prompt_id>/extend", views.extend_prompt, name="extend_prompt"),
     path("p/<uuid:prompt_id>/", views.prompt_page, name="prompt"),
+    path("inbox/", views.inbox_page, name="inbox"),
     path("settings/", views.settings_page, name="settings"),
     path("settings/chat/", chat_views.chat_settings, name="chat_settings"),
     path("settings/email/", emailviews.settings_email, name="settings_email"),

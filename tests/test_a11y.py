@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from askuser_app.domain import services
+from askuser_app.models import Prompt
 
 from .conftest import EXTRAS, QUESTION
 from .test_browser import (
@@ -108,6 +109,19 @@ def prompt_page(person, ask, scheme):
     return page
 
 
+def inbox(person, ask, scheme):
+    ask(QUESTION, EXTRAS, session="release")  # two cards, one of two questions, and one just answered
+    ask(QUESTION, session="deploy", timeoutSeconds=300)
+    done = ask(QUESTION, session="done")
+    services.skip_all(Prompt.objects.get(pk=done), by=None, surface="web")
+    page = person(color_scheme=scheme).context.new_page()
+    page.goto("/inbox/")
+    page.wait_for_selector(f"#answered-{done}")
+    page.keyboard.press("j")  # a focused card is drawn differently
+    page.wait_for_selector(".inbox-card:focus")
+    return page
+
+
 def plain_page(path: str):
     def opened(person, ask, scheme):
         page = person(color_scheme=scheme).context.new_page()
@@ -134,6 +148,7 @@ VIEWS = [
     multi_select,
     phone_card,
     prompt_page,
+    inbox,
     plain_page("/settings/"),
     plain_page("/settings/chat/"),
     login_page,

@@ -158,6 +158,8 @@ HTTP_RULES = [
         for_people(405, b=405, staff=405),
     ),
     ("p/<uuid:prompt_id>/", "GET", "/p/{prompt}/", {}, for_people(302)),  # to its session's page
+    # Each person's own inbox: B and staff see theirs (empty here), never A's questions (tests/test_ui.py).
+    ("inbox/", "GET", "/inbox/", {}, for_people(200, b=200, staff=200)),
     ("settings/", "GET", "/settings/", {}, for_people(200, b=200, staff=200)),
     ("settings/chat/", "GET", "/settings/chat/", {}, for_people(200, b=200, staff=200)),
     (

@@ -502,3 +502,79 @@ async def test_other_users_hear_nothing(agent, owner, other_user, session, other
     assert await their_list_tab.receive_nothing(timeout=0.3)
     await their_session_tab.disconnect()
     await their_list_tab.disconnect()
+
+
+# --- the inbox -----------------------------------------------------------------------------------------
+
+
+async def test_a_new_question_reaches_an_open_inbox(agent, owner, session):
+    tab = await opened("/ws/sessions/?only=inbox", owner)
+
+    prompt = await ask(agent, session="fresh-session")
+
+    html = await tab.receive_from(timeout=DEADLINE)
+    assert '<ol id="inbox-prompts" class="inbox-prompts"' in html and 'hx-swap-oob="true"' in html
+    assert f'id="prompt-{prompt.pk}"' in html and 'href="/s/fresh-session/"' in html
+    assert 'name="from" value="inbox"' in html  # its forms come back to the inbox
+    await tab.disconnect()
+
+
+async def test_an_answered_question_moves_to_just_answered_in_an_open_inbox(agent, owner, session):
+    prompt = await ask(agent)
+    tab = await opened("/ws/sessions/?only=inbox", owner)
+
+    await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="telegram")
+
+    html = await tab.receive_from(timeout=DEADLINE)
+    waiting, answered = html.split('id="inbox-answered"')
+    assert f'id="prompt-{prompt.pk}"' not in waiting and 'id="inbox-empty"' in waiting
+    assert f'id="answered-{prompt.pk}"' in answered and "Production" in answered and "Telegram" in answered
+    await tab.disconnect()
+
+
+async def test_an_expired_question_leaves_an_open_inbox(agent, owner, session):
+    prompt = await ask(agent)
+    tab = await opened("/ws/sessions/?only=inbox", owner)
+    await database_call(Prompt.objects.filter(pk=prompt.pk).update)(expires_at=timezone.now() - timedelta(seconds=1))
+
+    await database_call(services.expire_due)()
+
+    html = await tab.receive_from(timeout=DEADLINE)
+    assert f'id="prompt-{prompt.pk}"' not in html.split('id="inbox-answered"')[0]
+    assert f'id="answered-{prompt.pk}"' in html and "Expired" in html
+    await tab.disconnect()
+
+
+async def test_more_time_moves_only_the_countdown_in_an_open_inbox(agent, owner, session):
+    prompt = await ask(agent)
+    tab = await opened("/ws/sessions/?only=inbox", owner)
+
+    await database_call(services.extend)(prompt, by=owner, surface="web")
+
+    html = await tab.receive_from(timeout=DEADLINE)
+    assert f'id="countdown-{prompt.pk}"' in html and f'id="more-time-{prompt.pk}"' in html
+    assert 'id="inbox-prompts"' not in html  # what the person has chosen in the card stays
+    assert 'name="from" value="inbox"' in html
+    await tab.disconnect()
+
+
+async def test_an_inbox_hears_nothing_of_another_persons_questions(agent, owner, other_user, session):
+    tab = await opened("/ws/sessions/?only=inbox", owner)
+    intruder = await database_call(lambda: services.create_agent("intruder", other_user)[0])()
+
+    await ask(intruder, session="theirs")
+
+    assert await tab.receive_nothing(timeout=0.3)
+    await tab.disconnect()
+
+
+async def test_an_inbox_that_is_up_to_date_is_sent_nothing_on_connecting(agent, owner, session):
+    await ask(agent)
+    await database_call(Prompt.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    await database_call(Session.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    tab = await connect(f"/ws/sessions/?only=inbox&since={ui.timeline_cursor()}", owner)
+    await tab.connect(timeout=DEADLINE)
+
+    assert await tab.receive_nothing(timeout=0.3)
+    await tab.disconnect()

@@ -204,6 +204,19 @@ def test_the_session_page_panel_and_composer_are_in_hindi_and_the_agents_words_a
     assert "&amp;lang=hi" in html  # the live socket renders its pushes in the page's language
 
 
+def test_the_inbox_is_in_hindi_and_the_agents_words_as_written(owner, agent):
+    prefer(owner, "hi")
+    ask(agent, session="one")
+    ask(agent, EXTRAS, session="two")
+
+    html = logged_in(owner).get("/inbox/").content.decode()
+
+    for words in ["इनबॉक्स", "आपके उत्तर की प्रतीक्षा में", "अभी उत्तर दिए गए", "इनबॉक्स खोलें", "सभी छोड़ें", "जमा करें"]:
+        assert words in html, words
+    assert "Which extras should ship with it?" in html  # the agent's question, as written
+    assert "only=inbox&amp;since=" in html and "&amp;lang=hi" in html  # its pushes in the page's language
+
+
 def test_the_javascript_catalogue_is_served_in_the_pages_language(owner):
     prefer(owner, "hi")
 

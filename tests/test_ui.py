@@ -363,3 +363,123 @@ def test_an_unknown_page_is_a_friendly_404(browser):
 def test_a_page_for_a_key_no_session_can_have_is_not_found(browser, key):
     assert browser.get(f"/s/{key}/").status_code == 404
     assert browser.post(f"/s/{key}/messages", {"text": "hello"}).status_code == 404
+
+
+# --- the inbox ---------------------------------------------------------------------------------
+
+
+def inbox(browser) -> str:
+    response = browser.get("/inbox/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_inbox_needs_a_login(client):
+    response = client.get("/inbox/")
+
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def test_the_inbox_lists_every_waiting_question_across_sessions_soonest_deadline_first(agent, browser):
+    later = ask(agent, session="later", timeoutSeconds=600)
+    sooner = ask(agent, QUESTION, EXTRAS, session="sooner", timeoutSeconds=120)
+    answered = ask(agent, session="done")
+    services.answer(answered, {"deploy_target": ["Production"]}, by=None, surface="web")
+
+    html = inbox(browser)
+
+    assert html.index(f'id="prompt-{sooner.pk}"') < html.index(f'id="prompt-{later.pk}"')
+    assert f'id="prompt-{answered.pk}"' not in html
+    # Each in the panel partial, with its session, its agent and its countdown, answering back to the inbox.
+    assert 'href="/s/sooner/"' in html and "helper asks you" in html and html.count('class="countdown"') == 2
+    assert f'action="/s/later/prompts/{later.pk}/answer"' in html and 'name="from" value="inbox"' in html
+    # The one just answered, as one line in "Just answered".
+    assert f'id="answered-{answered.pk}"' in html and "Answered on the web" in html
+    assert 'ws-connect="/ws/sessions/?only=inbox&amp;since=' in html
+
+
+def test_the_inbox_shows_only_the_persons_own_questions(agent, owner, other_user, browser):
+    mine = ask(agent, session="mine")
+    intruder, _ = services.create_agent("intruder", other_user)
+    theirs = ask(intruder, session="theirs")
+
+    html = inbox(browser)
+
+    assert f'id="prompt-{mine.pk}"' in html and f'id="prompt-{theirs.pk}"' not in html and "/s/theirs/" not in html
+    other = Client()
+    other.force_login(other_user)
+    assert f'id="prompt-{mine.pk}"' not in other.get("/inbox/").content.decode()
+    # Nor may the other person answer it from an inbox of their own.
+    response = other.post(
+        f"/s/mine/prompts/{mine.pk}/answer", {"q-deploy_target": "0", "action": "answer", "from": "inbox"}
+    )
+    assert response.status_code == 404
+    mine.refresh_from_db()
+    assert mine.status == "pending"
+
+
+def test_an_answer_from_the_inbox_without_javascript_goes_back_to_the_inbox(agent, owner, browser):
+    prompt = ask(agent, session="release")
+
+    response = browser.post(
+        f"/s/release/prompts/{prompt.pk}/answer", {"q-deploy_target": "1", "action": "answer", "from": "inbox"}
+    )
+
+    assert response.status_code == 302 and response["Location"] == "/inbox/"
+    prompt.refresh_from_db()
+    assert (prompt.status, prompt.surface, prompt.resolved_by) == ("answered", "web", owner)
+    html = inbox(browser)
+    assert f'id="prompt-{prompt.pk}"' not in html and f'id="answered-{prompt.pk}"' in html and "Production" in html
+
+
+def test_a_refused_answer_from_the_inbox_shows_the_inbox_again_with_the_error_on_its_card(agent, browser):
+    prompt = ask(agent, session="release")
+
+    response = browser.post(
+        f"/s/release/prompts/{prompt.pk}/answer", {"q-deploy_target": "7", "action": "answer", "from": "inbox"}
+    )
+
+    html = response.content.decode()
+    assert response.status_code == 422 and 'id="inbox-prompts"' in html
+    assert f'id="panel-error-{prompt.pk}"' in html and "is not one of its options" in html
+    prompt.refresh_from_db()
+    assert prompt.status == "pending"
+
+
+def test_more_time_from_the_inbox_without_javascript_goes_back_to_the_inbox(agent, browser):
+    prompt = ask(agent, session="release")
+
+    response = browser.post(f"/s/release/prompts/{prompt.pk}/extend", {"from": "inbox"})
+
+    assert response.status_code == 302 and response["Location"] == "/inbox/"
+    prompt.refresh_from_db()
+    assert prompt.extended == 1
+
+
+def test_an_htmx_answer_from_the_inbox_returns_the_inbox_lists(agent, browser):
+    answered = ask(agent, session="one")
+    waiting = ask(agent, session="two")
+
+    response = browser.post(
+        f"/s/one/prompts/{answered.pk}/answer",
+        {"q-deploy_target": "0", "action": "answer", "from": "inbox"},
+        headers={"HX-Request": "true"},
+    )
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert '<ol id="inbox-prompts" class="inbox-prompts"' in html and 'id="inbox-answered"' in html
+    assert f'id="prompt-{waiting.pk}"' in html and f'id="prompt-{answered.pk}"' not in html
+    assert f'id="answered-{answered.pk}"' in html
+    assert "#timeline-items" not in html  # nothing for a session page
+
+
+def test_the_header_count_leads_to_the_inbox_when_more_than_one_question_waits(agent, browser):
+    first = ask(agent, session="one")
+    assert f'class="waiting-link" href="/p/{first.pk}/"' in inbox(browser)
+
+    ask(agent, session="two")
+
+    html = browser.get("/settings/").content.decode()
+    assert 'class="waiting-link" href="/inbox/"' in html and "open the inbox" in html
+    assert '<a href="/inbox/">Inbox</a>' in html  # and the nav links it from every page

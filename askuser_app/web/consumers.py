@@ -88,6 +88,7 @@ shared_renders = SharedRenders()
 
 class LiveConsumer(AsyncWebsocketConsumer):
     """``/ws/sessions/`` follows the sessions list; ``/ws/sessions/<key>/`` one session;
+    ``/ws/sessions/?only=inbox`` the inbox (every prompt waiting, and those just answered);
     ``/ws/sessions/?only=waiting`` (every other page) only what waits for the person.
 
     Every page follows the person's group for the header's count of prompts
@@ -206,7 +207,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     @property
     def lists(self) -> bool:
-        return self.session is None and self.query.get("only") != ["waiting"]
+        return self.session is None and self.query.get("only") is None
+
+    @property
+    def inbox(self) -> bool:
+        return self.session is None and self.query.get("only") == ["inbox"]
 
     async def prompt_changed(self, event: dict[str, Any]) -> None:
         heard = self.heard(event)
@@ -229,7 +234,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if event_id is None:
             return await self.render(function, *args)
         if heard == "user":
-            shows: tuple[Any, ...] = (self.scope["user"].pk, self.lists, self.query.get("all") == ["1"])
+            shows: tuple[Any, ...] = (self.scope["user"].pk, self.lists, self.inbox, self.query.get("all") == ["1"])
         else:
             assert self.session is not None  # heard as "session": the page's own
             shows = (self.session.pk, self.cookies.get(ui.PANEL_COOKIE) == "collapsed")
@@ -266,6 +271,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         arrived = event["prompt_id"] if event.get("asked") else None
         # First: the title counts it as the panel appears.
         html = ui.render_waiting(self.scope["user"], oob=True, arrived=arrived)
+        if heard == "user" and self.inbox:
+            if event.get("status") == "extended":
+                return html + ui.render_inbox_deadline(self.scope["user"], event["prompt_id"])
+            return html + ui.render_inbox(self.scope["user"], oob=True)
         if heard == "user":
             return html + self.render_sessions() if self.lists else html
         assert self.session is not None  # heard as "session": the page's own
@@ -279,6 +288,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """The state as of joining; a session page says since when it needs the timeline."""
         if self.session is None:
             waiting = self.render_waiting() if self.shown_waiting is not None else ""
+            if self.inbox:
+                return waiting + ui.render_inbox_since(self.scope["user"], self.since)
             if not self.lists:
                 return waiting
             everything = self.query.get("all") == ["1"]

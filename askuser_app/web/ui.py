@@ -369,20 +369,21 @@ def render_panel(
     return render_to_string("askuser/partials/panel.html", context)
 
 
-def render_deadline(session: Session, prompt: Prompt) -> str:
+def render_deadline(session: Session, prompt: Prompt, *, inbox: bool = False) -> str:
     """The prompt's countdown and More time button, swapped in place by id: the
-    rest of the panel, and whatever the person has chosen in it, stays as it is."""
-    context = {**deadline_context(prompt), "session": session, "oob": True}
+    rest of the panel, and whatever the person has chosen in it, stays as it is;
+    ``inbox`` when the inbox shows it (its More time comes back to the inbox)."""
+    context = {**deadline_context(prompt), "session": session, "oob": True, "inbox": inbox}
     return render_to_string("askuser/partials/deadline.html", context)
 
 
-def render_deadline_change(session: Session, prompt_id: str, cookies: dict[str, str]) -> str:
+def render_deadline_change(session: Session, prompt_id: str, cookies: dict[str, str], *, inbox: bool = False) -> str:
     """What a tab needs when a prompt's deadline moved: its countdown and button;
     nothing once it resolved meanwhile (its resolution has a push of its own)."""
     prompt = session.prompts.filter(pk=prompt_id).first()
     if prompt is None or not prompt.is_pending:
         return ""
-    return render_deadline(session, prompt)
+    return render_deadline(session, prompt, inbox=inbox)
 
 
 def render_appended(items: list[Item]) -> str:
@@ -496,3 +497,109 @@ def render_resolved(session: Session, prompt: Prompt, cookies: dict[str, str]) -
 def render_message(message_id: int) -> str:
     message = Message.objects.select_related("agent").filter(pk=message_id).first()
     return render_appended([message_item(message)]) if message else ""
+
+
+# --- the inbox ---------------------------------------------------------------------------
+
+# What "just answered" keeps: the person's latest resolutions, for a while.
+JUST_ANSWERED_COUNT = 10
+JUST_ANSWERED_WITHIN = timedelta(hours=1)
+
+
+@dataclass
+class InboxCard:
+    """A prompt waiting for the person, as the inbox shows it in the panel partial."""
+
+    prompt: Prompt
+    questions: list[Question]
+    extend_minutes: int
+    undelivered: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def session(self) -> Session:
+        return self.prompt.session
+
+    @property
+    def error_target(self) -> str:
+        return panel_error_target(self.prompt.pk, inbox=True)
+
+
+@dataclass
+class JustAnswered:
+    """A prompt of the person's resolved a moment ago: its session and its summary, in one line."""
+
+    session: Session
+    summary: Summary
+
+
+def panel_error_target(prompt_id: uuid.UUID | str, *, inbox: bool) -> str:
+    """The id of a panel's error line: one panel on a session page, one per prompt in the inbox."""
+    return f"panel-error-{prompt_id}" if inbox else "panel-error"
+
+
+def inbox_cards(user: Any, *, error: str = "", error_for: str = "") -> list[InboxCard]:
+    """Every prompt waiting for the person across their sessions, oldest deadline first."""
+    now = timezone.now()
+    pending = Prompt.objects.filter(session__owner=user, status=Prompt.Status.PENDING, expires_at__gt=now)
+    prompts = list(
+        pending.select_related("session__agent")
+        .prefetch_related(*services.QUESTIONS_IN_ORDER)
+        .order_by("expires_at", "created_at", "pk")
+    )
+    undelivered = chat_outbox.undelivered([p.pk for p in prompts]) if prompts else {}
+    return [
+        InboxCard(
+            p,
+            list(p.questions.all()),
+            deadline_context(p)["extend_minutes"],
+            undelivered.get(str(p.pk), []),
+            error if str(p.pk) == error_for else "",
+        )
+        for p in prompts
+    ]
+
+
+def just_answered(user: Any) -> list[JustAnswered]:
+    """The person's prompts resolved within JUST_ANSWERED_WITHIN, latest first."""
+    since = timezone.now() - JUST_ANSWERED_WITHIN
+    resolved = Prompt.objects.filter(session__owner=user, resolved_at__gte=since).exclude(status=Prompt.Status.PENDING)
+    prompts = list(
+        resolved.select_related("session", "resolved_by")
+        .prefetch_related(services.QUESTIONS_IN_ORDER[0])
+        .order_by("-resolved_at")[:JUST_ANSWERED_COUNT]
+    )
+    prefetch_related_objects([p for p in prompts if p.surface == "text"], "events")
+    return [JustAnswered(p.session, summarize(p, list(p.questions.all()))) for p in prompts]
+
+
+def inbox_context(user: Any, *, error: str = "", error_for: str = "") -> dict[str, Any]:
+    return {
+        "cards": inbox_cards(user, error=error, error_for=error_for),
+        "answered": just_answered(user),
+        "now": timezone.now(),
+    }
+
+
+def render_inbox(user: Any, *, oob: bool = False) -> str:
+    """The inbox's two lists: what waits (a page keeps the cards it shows, and what is
+    chosen in them) and what was just answered."""
+    context = {**inbox_context(user), "oob": oob}
+    return render_to_string("askuser/partials/inbox_prompts.html", context) + render_to_string(
+        "askuser/partials/inbox_answered.html", context
+    )
+
+
+def render_inbox_since(user: Any, since: datetime | None) -> str:
+    """The inbox for a (re)connecting tab: nothing when its page is up to date."""
+    if since is not None and not sessions_changed(user, since):
+        return ""
+    return render_inbox(user, oob=True)
+
+
+def render_inbox_deadline(user: Any, prompt_id: str) -> str:
+    """A prompt's countdown and More time button in the inbox, after its deadline moved."""
+    prompt = Prompt.objects.filter(pk=prompt_id, session__owner=user, status=Prompt.Status.PENDING).first()
+    if prompt is None:
+        return ""
+    return render_deadline(prompt.session, prompt, inbox=True)

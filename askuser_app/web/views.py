@@ -61,6 +61,23 @@ def session_page(request: LoggedInRequest, key: str, *, error: str = "", status:
 
 
 @login_required
+def inbox_page(request: LoggedInRequest, *, error: str = "", error_for: str = "", status: int = 200) -> HttpResponse:
+    """Every question waiting for the person, across their sessions, answerable in place."""
+    cursor = ui.timeline_cursor()  # before reading: the socket sends the inbox again only if it changed
+    context = {**ui.inbox_context(request.user, error=error, error_for=error_for), "cursor": cursor}
+    return render(request, "askuser/inbox.html", context, status=status)
+
+
+def from_inbox(request: HttpRequest) -> bool:
+    """Whether a panel's form was posted from the inbox (its answer goes back there)."""
+    return request.POST.get("from") == "inbox"
+
+
+def back_to_page(request: HttpRequest, key: str) -> HttpResponse:
+    return redirect("inbox") if from_inbox(request) else redirect("session", key=key)
+
+
+@login_required
 def prompt_page(request: LoggedInRequest, prompt_id: str) -> HttpResponse:
     """``/p/<id>/``, the link in chat messages: the prompt in its session's page."""
     prompt = get_object_or_404(Prompt.objects.select_related("session"), pk=prompt_id, session__owner=request.user)
@@ -86,14 +103,19 @@ def answer_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpRes
         notice = lost.for_person
     except services.InvalidAnswer as refused:
         error = refused.for_person
+    inbox = from_inbox(request)
     if not request.htmx:
+        if error and inbox:
+            return inbox_page(request, error=error, error_for=str(prompt_id), status=422)
         if error:
             return session_page(request, key, error=error, status=422)
         if notice:
             messages.info(request, notice)
-        return redirect("session", key=key)
+        return back_to_page(request, key)
     if error:
-        return HttpResponse(ui.render_notice(error, target="panel-error"), status=422)
+        return HttpResponse(ui.render_notice(error, target=ui.panel_error_target(prompt_id, inbox=inbox)), status=422)
+    if inbox:  # the card leaves the inbox and its summary joins "just answered"
+        return HttpResponse(ui.render_inbox(request.user, oob=True) + ui.render_notice(notice))
     if resolved is not None:  # this request resolved it: the summary is the prompt in hand
         return HttpResponse(ui.render_resolved(session, resolved, request.COOKIES) + ui.render_notice(notice))
     return HttpResponse(ui.render_prompt_change(session, prompt_id, request.COOKIES) + ui.render_notice(notice))
@@ -112,15 +134,18 @@ def extend_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpRes
         notice, resolved = lost.for_person, True
     except (services.Refused, services.Conflict) as refused:
         notice = refused.for_person
+    inbox = from_inbox(request)
     if not request.htmx:
         if notice:
             messages.info(request, notice)
-        return redirect("session", key=key)
-    if resolved:  # the panel closes; the page's notice and the summary say what happened
+        return back_to_page(request, key)
+    if resolved and inbox:
+        html = ui.render_inbox(request.user, oob=True) + ui.render_notice(notice)
+    elif resolved:  # the panel closes; the page's notice and the summary say what happened
         html = ui.render_prompt_change(session, str(prompt_id), request.COOKIES) + ui.render_notice(notice)
     else:
-        html = ui.render_deadline_change(session, str(prompt_id), request.COOKIES)
-        html += ui.render_notice(notice, target="panel-error")
+        html = ui.render_deadline_change(session, str(prompt_id), request.COOKIES, inbox=inbox)
+        html += ui.render_notice(notice, target=ui.panel_error_target(prompt_id, inbox=inbox))
     return HttpResponse(html)
 
 

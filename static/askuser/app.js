@@ -21,6 +21,38 @@
     return element && !element.hidden ? element : null;
   }
 
+  // --- the inbox: every waiting prompt's panel, one card each ---------------------------
+
+  function inboxCards() {
+    return Array.prototype.slice.call(document.querySelectorAll("#inbox-prompts .inbox-card"));
+  }
+
+  function inInbox(element) {
+    return element.classList.contains("inbox-card");
+  }
+
+  // The card the keys act on: the one holding the focus, else the first.
+  function activeCard() {
+    var focused = document.activeElement;
+    var card = focused && focused.closest ? focused.closest(".inbox-card") : null;
+    return card || inboxCards()[0] || null;
+  }
+
+  function focusCard(card) {
+    if (!card) return;
+    card.focus({ preventScroll: true });
+    card.scrollIntoView({ block: "nearest" });
+  }
+
+  function moveCard(by) {
+    var cards = inboxCards();
+    if (!cards.length) return;
+    var focused = document.activeElement;
+    var current = focused && focused.closest ? focused.closest(".inbox-card") : null;
+    var index = current ? cards.indexOf(current) + by : 0;
+    focusCard(cards[Math.max(0, Math.min(index, cards.length - 1))]);
+  }
+
   // --- countdowns ------------------------------------------------------------------
 
   // Spans of time said by the browser in the page's language (Intl), e.g. "1h 5m", "1 घं॰ 5 मि॰".
@@ -76,7 +108,7 @@
       }
       element.classList.toggle("is-urgent", seconds > 0 && seconds < 60);
       element.classList.toggle("is-over", seconds <= 0);
-      var owner = element.closest("#prompt-panel");
+      var owner = element.closest(".panel[data-prompt-id]");
       if (owner) {
         // More time moves the deadline: the panel follows its countdown.
         if (owner.dataset.expiresAt !== element.dataset.expiresAt) owner.dataset.expiresAt = element.dataset.expiresAt;
@@ -122,7 +154,7 @@
 
   function updateNext(step) {
     var ready = answered(step);
-    var element = step.closest("#prompt-panel");
+    var element = step.closest(".panel");
     element.querySelectorAll('.panel-actions [data-action="next"], .panel-actions [data-action="submit"]').forEach(function (button) {
       button.setAttribute("aria-disabled", ready || !wide.matches ? "false" : "true");
     });
@@ -183,11 +215,29 @@
     return target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text"));
   }
 
+  function onInboxKey(event) {
+    // Letters typed into a field (Other, the language's list) are the field's.
+    if (typing(event.target) || event.target.tagName === "SELECT") return false;
+    var card = activeCard();
+    if (event.key === "j" || event.key === "k") {
+      event.preventDefault();
+      moveCard(event.key === "j" ? 1 : -1);
+      return true;
+    }
+    if (!card || (event.key !== "s" && event.key !== "m")) return false;
+    var action = card.querySelector(event.key === "s" ? '[data-action="skip"]' : '[data-action="more-time"]');
+    event.preventDefault();
+    if (action) action.click();
+    return true;
+  }
+
   function onKey(event) {
-    var element = panel();
-    if (!element || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    if (document.getElementById("inbox-prompts") && onInboxKey(event)) return;
+    var element = panel() || activeCard();
+    if (!element) return;
     var inPanel = element.contains(event.target);
-    if (event.key === "Escape" && !element.classList.contains("is-collapsed") && (inPanel || !typing(event.target))) {
+    if (event.key === "Escape" && !inInbox(element) && !element.classList.contains("is-collapsed") && (inPanel || !typing(event.target))) {
       event.preventDefault();
       setCollapsed(element, true, true);
       return;
@@ -229,7 +279,8 @@
     }
     input.focus({ preventScroll: true });
     syncChecked(step);
-    if (input.type === "radio" && byKey) advanceSoon(element, step);
+    // In the inbox a key only picks (Enter sends): a wrong key among many prompts costs too much.
+    if (input.type === "radio" && byKey && !inInbox(element)) advanceSoon(element, step);
   }
 
   function advanceSoon(element, step) {
@@ -296,8 +347,9 @@
     if (isNew) announce(element.dataset.announce || "");
     // Expanded on a wide screen the panel takes the composer's place, so focus
     // follows it there; on a phone a person typing keeps their place.
+    // In the inbox a new card never takes the focus from the one the person is answering.
     var typingOn = typing(document.activeElement) && !wide.matches;
-    if (isNew && !element.classList.contains("is-collapsed") && !typingOn) {
+    if (isNew && !inInbox(element) && !element.classList.contains("is-collapsed") && !typingOn) {
       focusStep(currentStep(element));
     }
   }
@@ -397,9 +449,51 @@
     });
   }
 
+  // The inbox's list comes whole (a response, a push): the cards the page shows stay
+  // as they are, with what is chosen in them and the focus; gone ones leave, new
+  // ones come in at their place. A focused card that leaves hands the focus on.
+  function updateInbox(target, incoming) {
+    var wanted = {};
+    Array.prototype.forEach.call(incoming.children, function (item) { wanted[item.id] = true; });
+    var focused = document.activeElement;
+    var focusedItem = focused && focused.closest ? focused.closest("#inbox-prompts > li") : null;
+    var focusAt = -1;
+    Array.prototype.slice.call(target.children).forEach(function (item, index) {
+      if (wanted[item.id]) return;
+      if (item === focusedItem) focusAt = index;
+      item.remove();
+    });
+    var previous = null;
+    Array.prototype.slice.call(incoming.children).forEach(function (item) {
+      var existing = document.getElementById(item.id);
+      if (existing && existing.parentNode === target) {
+        previous = existing;
+        return;
+      }
+      target.insertBefore(item, previous ? previous.nextSibling : target.firstChild);
+      htmx.process(item);
+      var card = item.querySelector(".inbox-card");
+      if (card) initPanel(card, true);
+      previous = item;
+    });
+    if (focusAt >= 0) {
+      var cards = inboxCards();
+      if (cards.length) focusCard(cards[Math.min(focusAt, cards.length - 1)]);
+    }
+  }
+
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var target = event.detail.target;
     var incoming = event.detail.fragment;
+    if (target.id === "inbox-prompts") {
+      // htmx hands over the new markup as the element or in a fragment.
+      var list = incoming.id === "inbox-prompts" ? incoming : incoming.querySelector && incoming.querySelector("#inbox-prompts");
+      if (list) {
+        event.detail.shouldSwap = false;
+        updateInbox(target, list);
+      }
+      return;
+    }
     if (target.id === "prompt-panel") noteFocusBeforeClosing(target, incoming);
     if (target.id === "prompt-panel" && incoming.id === "prompt-panel") {
       // The same prompt again (a resync): keep what the user has chosen so far.
@@ -434,6 +528,7 @@
   htmx.onLoad(function (root) {
     var element = root.id === "prompt-panel" ? root : root.querySelector && root.querySelector("#prompt-panel");
     if (element && !element.hidden) initPanel(element, root === element);
+    if (root.querySelectorAll) root.querySelectorAll(".inbox-card").forEach(function (card) { initPanel(card, false); });
     var composer = root.id === "composer" ? root : root.querySelector && root.querySelector("#composer");
     if (composer) initComposer(composer);
     updateComposer();
