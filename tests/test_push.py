@@ -30,12 +30,12 @@ from cryptography.x509.oid import NameOID
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from askuser_app.delivery import outbox
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Temporary
 from askuser_app.delivery.notifiers.push import adapter as push
 from askuser_app.domain import contract, services
-from askuser_app.models import ChatMessage, Prompt, PushSubscription
+from askuser_app.models import Delivery, Prompt, PushSubscription
 from askuser_app.runtime.asyncdb import database_call
 from controlui import settings as project_settings
 
@@ -221,11 +221,11 @@ async def ask(agent: Any, *questions: dict[str, Any]) -> Prompt:
     return created.prompt
 
 
-async def row_of(prompt: Prompt, state: str) -> ChatMessage:
-    return await until_async(lambda: ChatMessage.objects.filter(prompt=prompt, state=state).first())
+async def row_of(prompt: Prompt, state: str) -> Delivery:
+    return await until_async(lambda: Delivery.objects.filter(prompt=prompt, state=state).first())
 
 
-# --- sending through the outbox -------------------------------------------------------------------
+# --- sending through the delivery engine -------------------------------------------------------------------
 
 
 @pytest.mark.django_db(transaction=True)
@@ -238,7 +238,7 @@ async def test_a_new_prompt_reaches_each_device_encrypted_for_it_and_signed_by_t
         await database_call(subscribed)(user, browser)
 
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     [to_laptop] = await asyncio.to_thread(push_service.wait_for, "laptop")
     [to_phone] = await asyncio.to_thread(push_service.wait_for, "phone")
@@ -271,7 +271,7 @@ async def test_several_questions_say_how_many_more_there_are(push_service, agent
     await database_call(subscribed)(owner, laptop)
 
     await ask(agent, QUESTION, EXTRAS)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
     message = laptop.read(received.body)
@@ -284,7 +284,7 @@ async def test_the_resolved_prompt_closes_its_notification_on_every_device(push_
     laptop = Browser(push_service.endpoint("laptop"))
     await database_call(subscribed)(owner, laptop)
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
     await asyncio.to_thread(push_service.wait_for, "laptop")
     await row_of(prompt, "sent")
 
@@ -305,7 +305,7 @@ async def test_a_prompt_resolved_before_its_push_went_out_sends_nothing(push_ser
     await database_call(services.skip_all)(prompt, by=owner, surface="web")
 
     await row_of(prompt, "dropped")
-    assert await database_call(outbox.claim_due)(8) == []
+    assert await database_call(engine.claim_due)(8) == []
     assert push_service.received == []
 
 
@@ -315,7 +315,7 @@ async def test_a_subscription_the_push_service_no_longer_knows_is_removed(push_s
     push_service.answer(status)
     await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     failed = await row_of(prompt, "failed")
 
@@ -331,7 +331,7 @@ async def test_a_push_service_error_is_retried_until_it_gets_through(push_servic
     laptop = Browser(push_service.endpoint("laptop"))
     await database_call(subscribed)(owner, laptop)
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     received = await asyncio.to_thread(push_service.wait_for, "laptop", 3)
     await row_of(prompt, "sent")
@@ -371,7 +371,7 @@ def test_push_costs_a_create_one_read_when_the_owner_has_no_device(agent, owner,
 def asked_devices(agent: Any, session: str) -> list[str]:
     """The devices a new prompt in ``session`` is to be pushed to, as its create recorded them."""
     prompt = services.ask(agent, contract.parse_create(payload(session=session))).prompt
-    return sorted(ChatMessage.objects.filter(prompt=prompt, channel="push").values_list("chat_id", flat=True))
+    return sorted(Delivery.objects.filter(prompt=prompt, channel="push").values_list("address", flat=True))
 
 
 @pytest.mark.django_db

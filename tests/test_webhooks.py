@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from askuser_app.agents.client import AskUserClient, sign, verify_signature
-from askuser_app.delivery import egress, webhooks
+from askuser_app.delivery import egress, engine
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 from askuser_app.runtime.asyncdb import database_call
@@ -343,7 +343,7 @@ async def test_a_callback_name_resolving_to_a_private_address_is_refused_once_an
     hook = receiver.url.replace("127.0.0.1", "localhost")
     prompt_id = await database_call(made_then_closed)()
 
-    webhooks.ensure_running()
+    engine.ensure_running()
     delivery = await until_async(lambda: delivery_of(prompt_id) if finished(prompt_id)() else None)
 
     [attempt] = await database_call(list)(delivery.attempts.all())

@@ -4,14 +4,17 @@ A browser that allows notifications subscribes through its service worker
 (``static/askuser/sw.js``, served at ``/sw.js`` so that it covers the whole
 Control UI) and posts its ``PushSubscription`` to ``/settings/push/subscribe``;
 each subscription is a ``PushSubscription`` row, one per browser and device.
-For each new prompt the outbox has one row per subscription of its owner
-(``recipients``); the loop sends it here, encrypted for that browser
+For each new prompt the delivery engine has one ``Delivery`` per subscription
+of its owner (``recipients``), its host the push service's; the engine sends it here, encrypted for that browser
 (aes128gcm, RFC 8291) and signed with the server's VAPID key (RFC 8292) by
 ``pywebpush``. When the prompt resolves, the same tag gets a "closed" push,
 and the service worker closes the notification. A subscription the push
 service no longer knows (404, 410) is deleted.
 
-pywebpush is synchronous (``requests``), so every push runs in a thread.
+pywebpush is synchronous (``requests``), so every push runs on the delivery
+engine's threads. Connecting (TCP and TLS) has ``ASKUSER_CONNECT_TIMEOUT``, the
+answer the rest of ``ASKUSER_CHAT_TIMEOUT``; a push service that gives none in
+time pauses (the engine's ``DeliveryHost``).
 Push services are public: an endpoint must be https and, unless
 ``ASKUSER_PUSH_ALLOW_PRIVATE``, on a public address, checked when the browser
 subscribes and again, after resolving, before each push.
@@ -19,7 +22,6 @@ subscribes and again, after resolving, before each push.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import email.utils
@@ -48,6 +50,7 @@ from django.utils.translation import ngettext
 from py_vapid import Vapid
 from pywebpush import WebPushException, webpush
 
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats.base import Card, Closed, Permanent, Recipient, Ref, Temporary
 from askuser_app.domain.addresses import is_public, literal_address
 from askuser_app.models import PushSubscription
@@ -65,6 +68,12 @@ MAX_BODY = 600  # a push carries at most 4 KiB; notifications show a few lines a
 TTL = 12 * 60 * 60  # a phone that is off gets it within this; a prompt rarely waits longer
 TEST_TAG = "askuser-test"
 GONE = (404, 410)
+
+
+def host_of(endpoint: str) -> str:
+    """The push service's host:port, the unit the delivery engine shares an owner's pushes by."""
+    parts = urlsplit(endpoint)
+    return f"{parts.hostname}:{parts.port or 443}"
 
 
 def tag(prompt_id: Any) -> str:
@@ -264,14 +273,16 @@ class Pushed:
     error: str = ""
     gone: bool = False  # 404/410: the browser unsubscribed, or the subscription expired
     retry_after: float | None = None
+    timed_out: bool = False  # no answer in time
 
     @property
     def temporary(self) -> bool:
         return self.status is None or self.status == 429 or self.status >= 500
 
 
-def push(row: PushSubscription, message: dict[str, Any], *, timeout: float) -> Pushed:
-    """One push to one subscription, synchronously (call it in a thread)."""
+def push(row: PushSubscription, message: dict[str, Any], *, timeout: float | tuple[float, float]) -> Pushed:
+    """One push to one subscription, synchronously (call it in a thread); ``timeout`` as requests
+    takes it: for each step, or (connect, read)."""
     info = {"endpoint": row.endpoint, "keys": {"p256dh": row.p256dh, "auth": row.auth}}
     claims: dict[str, str | int] = {"sub": subject()}
     data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
@@ -283,7 +294,8 @@ def push(row: PushSubscription, message: dict[str, Any], *, timeout: float) -> P
         error = f"the push service answered {status}" if status else str(refused)
         return Pushed(False, status, error, gone=status in GONE, retry_after=_retry_after(refused.retry_after))
     except requests.RequestException as failed:
-        return Pushed(False, None, f"the push service could not be reached: {type(failed).__name__}")
+        error = f"the push service could not be reached: {type(failed).__name__}"
+        return Pushed(False, None, error, timed_out=isinstance(failed, requests.Timeout))
     except Permanent as refused:
         return Pushed(False, 400, str(refused))
     except Temporary as failed:
@@ -308,14 +320,14 @@ def _pushed_or_raise(pushed: Pushed) -> None:
     if pushed.gone:
         raise Permanent(f"{pushed.error}: the device no longer takes notifications; it was removed")
     if pushed.temporary:
-        raise Temporary(pushed.error, retry_after=pushed.retry_after)
+        raise Temporary(pushed.error, retry_after=pushed.retry_after, timed_out=pushed.timed_out)
     raise Permanent(pushed.error)
 
 
-def _time_for_one_push() -> float:
-    # A little under the outbox's own limit, so that requests gives up first and says why.
-    seconds: float = settings.ASKUSER_CHAT_TIMEOUT
-    return max(1.0, seconds - 1.0)
+def _time_for_one_push() -> tuple[float, float]:
+    """(connect, read): a little under the engine's own limit, so that requests gives up first and says why."""
+    seconds: float = max(1.0, settings.ASKUSER_CHAT_TIMEOUT - 1.0)
+    return min(settings.ASKUSER_CONNECT_TIMEOUT, seconds), seconds
 
 
 async def _push_to(subscription_id: int, message: dict[str, Any]) -> PushSubscription | None:
@@ -323,7 +335,7 @@ async def _push_to(subscription_id: int, message: dict[str, Any]) -> PushSubscri
     row = await database_call(PushSubscription.objects.filter(pk=subscription_id).first)()
     if row is None:
         return None
-    pushed = await asyncio.to_thread(push, row, message, timeout=_time_for_one_push())
+    pushed = await engine.blocking(push, row, message, timeout=_time_for_one_push())
     if pushed.gone:
         await database_call(_forget)(row)
     elif pushed.ok:
@@ -371,14 +383,14 @@ class PushAdapter:
     def recipients(self, prompt: Prompt) -> list[Recipient]:
         # On every create: one indexed read, nothing more when the owner has no device.
         owned = PushSubscription.objects.filter(user_id=prompt.session.owner_id)
-        return [Recipient(str(pk)) for pk in owned.values_list("pk", flat=True)]
+        return [Recipient(str(pk), host=host_of(endpoint)) for pk, endpoint in owned.values_list("pk", "endpoint")]
 
-    async def send(self, chat_id: str, card: Card) -> Ref:
-        if not chat_id.isdigit():
-            raise Permanent(f"not a push subscription: {chat_id!r}")
-        if await _push_to(int(chat_id), message_of(card)) is None:
+    async def send(self, address: str, card: Card) -> Ref:
+        if not address.isdigit():
+            raise Permanent(f"not a push subscription: {address!r}")
+        if await _push_to(int(address), message_of(card)) is None:
             raise Permanent("the device was removed before the notification was sent")
-        return {"subscription": int(chat_id), "tag": tag(card.prompt_id)}
+        return {"subscription": int(address), "tag": tag(card.prompt_id)}
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         """The prompt resolved: the notification, wherever it still shows, closes."""
