@@ -556,14 +556,14 @@ class Then(HttpResponse):
         self.then: Callable[[], None] | None = then
 
     def close(self) -> None:
-        super().close()
+        # Before Django's own close, whose request_finished lets go of the connection ``then`` uses.
         then, self.then = self.then, None
-        if then is None:
-            return
-        try:
-            then()
-        except Exception:  # the answer is out already: a lost notice is logged, never raised at the server
-            log.exception("Recording a Discord follow-up failed.")
+        if then is not None:
+            try:
+                then()
+            except Exception:  # the answer is out already: a lost notice is logged, never raised at the server
+                log.exception("Recording a Discord follow-up failed.")
+        super().close()
 
 
 def follow_up(token: str, text: str, prompt_id: uuid.UUID) -> Callable[[], None]:
