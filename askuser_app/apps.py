@@ -20,20 +20,23 @@ class AskuserAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from askuser_app.delivery import outbox, webhooks
+        from askuser_app.delivery import engine, messages, webhooks
         from askuser_app.domain import signals
         from askuser_app.models import Preferences, PushSubscription
         from askuser_app.runtime import realtime
         from askuser_app.runtime.datadir import prepare, protect_sqlite_files
         from askuser_app.staff import admin  # noqa: F401  # registers the history with Django admin
 
+        # The kinds of row the delivery engine sends.
+        engine.register(webhooks.KIND, messages.KIND)
+
         # What a change sets off, in this order: the live pages and waits hear of it
-        # after commit; the webhook and the outbox rows are written with it.
+        # after commit; the webhook and the messages' deliveries are written with it.
         for signal, receivers in (
-            (signals.prompt_created, [realtime.on_prompt_created, outbox.on_prompt_created]),
+            (signals.prompt_created, [realtime.on_prompt_created, messages.on_prompt_created]),
             (
                 signals.prompt_resolved,
-                [realtime.on_prompt_resolved, webhooks.on_prompt_resolved, outbox.on_prompt_resolved],
+                [realtime.on_prompt_resolved, webhooks.on_prompt_resolved, messages.on_prompt_resolved],
             ),
             (signals.prompt_extended, [realtime.on_prompt_extended]),
             (signals.message_created, [realtime.on_message_created]),
@@ -48,8 +51,8 @@ class AskuserAppConfig(AppConfig):
             # Whom the notifiers reach (an address, a choice, a device) is kept between creates.
             for sender in (get_user_model(), Preferences, PushSubscription):
                 changed.connect(
-                    outbox.recipients_changed,
+                    messages.recipients_changed,
                     sender=sender,
                     dispatch_uid=f"askuser-recipients-{sender.__name__}-{changed is post_save}",
                 )
-        setting_changed.connect(outbox.setting_changed, dispatch_uid="askuser-recipients-settings")
+        setting_changed.connect(messages.setting_changed, dispatch_uid="askuser-recipients-settings")

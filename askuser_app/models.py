@@ -293,7 +293,9 @@ class Message(models.Model):
 
 
 class WebhookDelivery(models.Model):
-    """A prompt's result on its way to the agent's callback_url, retried until it lands."""
+    """A prompt's result on its way to the agent's callback_url, retried until it lands.
+
+    One of the delivery engine's row kinds (``askuser_app/delivery/webhooks.py``)."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -301,8 +303,10 @@ class WebhookDelivery(models.Model):
         FAILED = "failed"
 
     prompt = models.OneToOneField(Prompt, on_delete=models.CASCADE, related_name="webhook")
+    # Whose it is: the engine shares its attempts out per owner first.
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", editable=False)
     url = models.URLField(max_length=2048)
-    # The url's host:port, the unit of fair sharing and of backing off.
+    # The url's host:port, the unit of fair sharing (within an owner) and of backing off.
     host = models.CharField(max_length=300, blank=True, editable=False)
     # The exact bytes every attempt sends (and signs).
     body = models.TextField()
@@ -317,8 +321,11 @@ class WebhookDelivery(models.Model):
         ordering = ["-created_at"]
         verbose_name_plural = "webhook deliveries"
         indexes = [
-            # The delivery loop's query: the next due pending delivery.
+            # The engine's queries: the next due pending delivery, and an owner's due ones.
             models.Index(fields=["next_attempt_at"], condition=Q(status="pending"), name="webhook_due_idx"),
+            models.Index(
+                fields=["owner", "next_attempt_at"], condition=Q(status="pending"), name="webhook_owner_due_idx"
+            ),
             # A host's pending deliveries, pushed back together when it times out.
             models.Index(
                 fields=["host", "next_attempt_at"], condition=Q(status="pending"), name="webhook_host_due_idx"
@@ -329,8 +336,9 @@ class WebhookDelivery(models.Model):
         return f"{self.url} · {self.status}"
 
 
-class WebhookHost(models.Model):
-    """A callback host that keeps timing out, and until when its deliveries wait.
+class DeliveryHost(models.Model):
+    """A host deliveries go to (a callback's host:port, a push service, a chat platform) that
+    keeps timing out, and until when everything for it waits.
 
     Stored, so that every server process backs off from the same host."""
 
@@ -405,12 +413,16 @@ class LinkCode(models.Model):
         return f"{self.channel} code for {self.user_id}"
 
 
-class ChatMessage(models.Model):
-    """A prompt's message to one linked chat identity: the outbox row, sent and later edited.
+class Delivery(models.Model):
+    """One message of a prompt to one address: a linked chat identity (Telegram, Slack,
+    Discord), an email address or a push device; one of the delivery engine's row kinds
+    (``askuser_app/delivery/messages.py``), sent and later edited.
 
     to_send → sent → to_edit → closed; a prompt resolved before its send is
     dropped (or, when the send was already under way, edited once it lands).
-    The edit is only ever tried from a row whose send succeeded."""
+    The edit is only ever tried from a row whose send succeeded. A row with a
+    ``notice`` is a one-off text instead of the prompt's card (Discord's
+    follow-up to a tap): to_send → closed."""
 
     class State(models.TextChoices):
         TO_SEND = "to_send"
@@ -420,12 +432,18 @@ class ChatMessage(models.Model):
         FAILED = "failed"
         DROPPED = "dropped"
 
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="chat_messages")
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="deliveries")
+    # Whose it is: the engine shares its attempts out per owner first.
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", editable=False)
     channel = models.CharField(max_length=16)
     # Null once the identity is unlinked; a message already sent is still edited.
-    link = models.ForeignKey(ChatLink, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
-    # A chat id, an email address or a push subscription's id.
-    chat_id = models.CharField(max_length=254, blank=True, help_text="Where the message is sent.")
+    link = models.ForeignKey(ChatLink, on_delete=models.SET_NULL, null=True, blank=True, related_name="deliveries")
+    # A chat id, an email address, a push subscription's id, an interaction's token.
+    address = models.CharField(max_length=254, blank=True, help_text="Where the message is sent.")
+    # Where the engine sends it (a push service's host:port, the channel's own for the rest):
+    # the unit of fair sharing within an owner, and of backing off.
+    host = models.CharField(max_length=300, blank=True, editable=False)
+    notice = models.TextField(blank=True, help_text="A one-off text sent instead of the prompt's card.")
     state = models.CharField(max_length=10, choices=State.choices, default=State.TO_SEND)
     ref = models.JSONField(default=dict, blank=True, help_text="Where the sent message lives on the platform.")
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Tries of the current step (send or edit).")
@@ -435,10 +453,16 @@ class ChatMessage(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
         indexes = [
-            # The outbox loop's query: the next due send or edit.
+            # The engine's queries: the next due send or edit, and an owner's due ones.
             models.Index(
-                fields=["next_attempt_at"], condition=Q(state__in=["to_send", "to_edit"]), name="chat_message_due_idx"
+                fields=["next_attempt_at"], condition=Q(state__in=["to_send", "to_edit"]), name="delivery_due_idx"
+            ),
+            models.Index(
+                fields=["owner", "next_attempt_at"],
+                condition=Q(state__in=["to_send", "to_edit"]),
+                name="delivery_owner_due_idx",
             ),
         ]
 
@@ -450,22 +474,23 @@ class ChatMessage(models.Model):
         return bool(self.ref)
 
 
-class ChatAttempt(models.Model):
-    """One send or edit of a chat message: when, how long, and what went wrong."""
+class DeliveryAttempt(models.Model):
+    """One send, edit or notice of a delivery: when, how long, and what went wrong."""
 
     class Action(models.TextChoices):
         SEND = "send"
         EDIT = "edit"
+        NOTICE = "notice"
 
-    message = models.ForeignKey(ChatMessage, on_delete=models.CASCADE, related_name="tries")
-    action = models.CharField(max_length=4, choices=Action.choices)
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
+    action = models.CharField(max_length=6, choices=Action.choices)
     started_at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField()
     ok = models.BooleanField()
     error = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["message", "started_at", "id"]
+        ordering = ["delivery", "started_at", "id"]
 
     def __str__(self) -> str:
         return f"{self.action}: {'ok' if self.ok else self.error[:40]}"

@@ -332,6 +332,9 @@ LOGOUT_REDIRECT_URL = "login"
 ASKUSER_WEBHOOK_ATTEMPTS = env_int("ASKUSER_WEBHOOK_ATTEMPTS", 10)
 ASKUSER_WEBHOOK_RETRY_BASE = env_float("ASKUSER_WEBHOOK_RETRY_BASE", 5)
 ASKUSER_WEBHOOK_TIMEOUT = env_float("ASKUSER_WEBHOOK_TIMEOUT", 10)
+# Seconds a webhook or a push may take to connect (TCP and TLS), apart from the time its answer
+# may take, so that a host that never accepts is given up on (and paused) early.
+ASKUSER_CONNECT_TIMEOUT = env_float("ASKUSER_CONNECT_TIMEOUT", 5.0)
 # Webhooks go to public addresses only, unless allowed: all (for agents running
 # next to the server), or some host names and networks (host1,10.0.0.0/8).
 ASKUSER_WEBHOOK_ALLOW_PRIVATE = env_bool("ASKUSER_WEBHOOK_ALLOW_PRIVATE")

@@ -1,4 +1,4 @@
-"""The background loops (deadlines, webhooks, chat messages) end when their event loop ends."""
+"""The background loops (deadlines, the delivery engine) end when their event loop ends."""
 
 from __future__ import annotations
 

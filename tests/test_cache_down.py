@@ -10,7 +10,7 @@ import redis
 from django.core.cache import cache
 
 from askuser_app.domain import contract, prefs, services
-from askuser_app.models import ChatMessage
+from askuser_app.models import Delivery
 from askuser_app.runtime import i18n
 
 from .conftest import payload
@@ -46,10 +46,10 @@ def test_with_the_cache_down_creates_notify_saves_succeed_and_languages_are_read
     prefs.choose_email_after(owner, 0)  # mail off: the next create follows at once
     second = services.ask(agent, contract.parse_create(payload(session="s2"))).prompt
 
-    assert list(ChatMessage.objects.filter(channel="email").values_list("prompt_id", "chat_id")) == [
+    assert list(Delivery.objects.filter(channel="email").values_list("prompt_id", "address")) == [
         (first.pk, "alice@example.com")
     ]
-    assert not ChatMessage.objects.filter(prompt=second).exists()
+    assert not Delivery.objects.filter(prompt=second).exists()
     assert i18n.chosen(owner) == "hi"
 
 

@@ -1,5 +1,5 @@
 """The channel-neutral chat core: a prompt as a chat message, taps and replies read into answers
-through services, linking by one-time code, and the outbox's state machine."""
+through services, linking by one-time code, and the delivery engine's state machine for messages."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app.delivery import outbox
+from askuser_app.delivery import engine, messages
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Action, Sender, encode
+from askuser_app.delivery.engine import Outcome, Tried
 from askuser_app.domain import contract, services, textreply
-from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
+from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 
 from .conftest import EXTRAS, QUESTION, payload
 
@@ -340,7 +341,7 @@ def test_an_event_is_seen_once_per_channel():
     assert core.prune_seen() == 2 and not core.seen("telegram", "1")
 
 
-# --- the outbox ------------------------------------------------------------------------------------
+# --- the messages' deliveries ------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -353,37 +354,37 @@ def test_nothing_is_recorded_while_no_chat_app_is_set_up(agent, owner, linked):
     prompt = ask(agent)
     services.answer(prompt, {"deploy_target": "Production"}, by=owner)
 
-    assert not ChatMessage.objects.exists()
+    assert not Delivery.objects.exists()
 
 
 def test_a_prompt_records_one_message_per_linked_identity_of_its_owner(chat_on, agent, owner, other_user, linked):
     core.link_by_hand(other_user, "telegram", STRANGER.user_id)
     prompt = ask(agent)
 
-    [message] = ChatMessage.objects.all()
-    assert (message.prompt_id, message.link, message.chat_id, message.state) == (prompt.pk, linked, "4242", "to_send")
+    [message] = Delivery.objects.all()
+    assert (message.prompt_id, message.link, message.address, message.state) == (prompt.pk, linked, "4242", "to_send")
 
 
 def test_a_resolution_marks_sent_messages_for_an_edit_and_drops_unsent_ones(chat_on, agent, owner, linked):
     prompt = ask(agent)
-    ChatMessage.objects.update(state="sent", ref={"chat_id": 4242, "message_id": 7})
+    Delivery.objects.update(state="sent", ref={"chat_id": 4242, "message_id": 7})
     other = ask(agent, session="support-43")
 
     services.answer(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
     services.cancel(other, agent=agent)
 
-    assert ChatMessage.objects.get(prompt=prompt).state == "to_edit"
-    assert ChatMessage.objects.get(prompt=other).state == "dropped"
+    assert Delivery.objects.get(prompt=prompt).state == "to_edit"
+    assert Delivery.objects.get(prompt=other).state == "dropped"
 
 
-def claim_one() -> outbox.Claimed:
-    [claimed] = outbox.claim_due(8)
+def claim_one() -> messages.Claimed:
+    [claimed] = engine.claim_due(8)
     return claimed
 
 
-def record(claimed: outbox.Claimed, **outcome) -> ChatMessage:
-    outbox.record(claimed, timezone.now(), 5, outbox.Outcome(**outcome))
-    return ChatMessage.objects.get(pk=claimed.message_id)
+def record(claimed: messages.Claimed, **outcome) -> Delivery:
+    engine.record(claimed, Tried(Outcome(**outcome), timezone.now(), 5))
+    return Delivery.objects.get(pk=claimed.row_id)
 
 
 def test_a_claimed_try_is_not_claimed_again_until_its_lease_runs_out(chat_on, agent, linked):
@@ -391,8 +392,8 @@ def test_a_claimed_try_is_not_claimed_again_until_its_lease_runs_out(chat_on, ag
 
     claimed = claim_one()
 
-    assert claimed.action == "send" and claimed.card is not None and claimed.chat_id == "4242"
-    assert outbox.claim_due(8) == []
+    assert claimed.action == "send" and claimed.card is not None and claimed.address == "4242"
+    assert engine.claim_due(8) == []
 
 
 def test_a_send_that_lands_after_the_prompt_resolved_asks_for_the_edit(chat_on, agent, owner, linked):
@@ -416,10 +417,10 @@ def test_temporary_failures_retry_later_honouring_retry_after_and_permanent_ones
     row = record(claim_one(), ok=False, error="Telegram asks to wait", retry_after=30.0)
 
     assert row.state == "to_send" and row.next_attempt_at >= before + timedelta(seconds=30)
-    ChatMessage.objects.update(next_attempt_at=timezone.now())
+    Delivery.objects.update(next_attempt_at=timezone.now())
     row = record(claim_one(), ok=False, error="Forbidden: bot was blocked by the user", final=True)
     assert (row.state, row.last_error, row.attempts) == ("failed", "Forbidden: bot was blocked by the user", 2)
-    assert list(ChatAttempt.objects.values_list("action", "ok")) == [("send", False), ("send", False)]
+    assert list(DeliveryAttempt.objects.values_list("action", "ok")) == [("send", False), ("send", False)]
 
 
 def test_the_last_try_fails_the_message_for_good(chat_on, agent, linked):
@@ -427,7 +428,7 @@ def test_the_last_try_fails_the_message_for_good(chat_on, agent, linked):
     ask(agent)
 
     record(claim_one(), ok=False, error="Telegram could not be reached")
-    ChatMessage.objects.update(next_attempt_at=timezone.now())
+    Delivery.objects.update(next_attempt_at=timezone.now())
     row = record(claim_one(), ok=False, error="Telegram could not be reached")
 
     assert row.state == "failed"
@@ -437,12 +438,12 @@ def test_a_message_to_an_identity_unlinked_before_the_send_is_dropped(chat_on, a
     ask(agent)
     core.unlink(ALICE)
 
-    assert outbox.claim_due(8) == [] and ChatMessage.objects.get().state == "dropped"
+    assert engine.claim_due(8) == [] and Delivery.objects.get().state == "dropped"
 
 
 def test_a_failed_delivery_says_so_on_the_prompts_page(chat_on, agent, owner, linked):
     prompt = ask(agent)
-    ChatMessage.objects.update(state="failed", last_error="Forbidden: bot was blocked by the user")
+    Delivery.objects.update(state="failed", last_error="Forbidden: bot was blocked by the user")
     browser = Client()
     browser.force_login(owner)
 
@@ -476,14 +477,14 @@ def test_a_prompts_link_opens_its_session_page_for_its_owner_only(agent, owner, 
 def test_staff_see_links_and_each_chat_message_with_its_tries(chat_on, agent, staff, reviewer, linked):
     prompt = ask(agent)
     record(claim_one(), ok=False, error="Telegram could not be reached: Service Unavailable (503)")
-    message = ChatMessage.objects.get()
+    message = Delivery.objects.get()
     browser, reader = Client(), Client()
     browser.force_login(staff)
     reader.force_login(reviewer)
 
     links = browser.get("/admin/askuser_app/chatlink/").content.decode()
-    listing = browser.get("/admin/askuser_app/chatmessage/").content.decode()
-    page = reader.get(f"/admin/askuser_app/chatmessage/{message.pk}/change/")
+    listing = browser.get("/admin/askuser_app/delivery/").content.decode()
+    page = reader.get(f"/admin/askuser_app/delivery/{message.pk}/change/")
 
     assert "@alice" in links and "4242" in links
     assert str(prompt.pk) in listing or "support-42" in listing

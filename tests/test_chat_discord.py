@@ -26,7 +26,7 @@ from askuser_app.delivery.chats import core, discord
 from askuser_app.delivery.chats.base import Action, Button, Card, Closed, Permanent, Temporary
 from askuser_app.domain import services
 from askuser_app.domain.textreply import TextQuestion
-from askuser_app.models import ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
+from askuser_app.models import ChatLink, Delivery, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
 
 from .chatfake import (
@@ -430,12 +430,15 @@ def test_registering_says_why_it_failed(api, settings):
 # --- follow-ups -------------------------------------------------------------------------
 
 
-def test_a_follow_up_is_an_ephemeral_notice_through_the_interaction_webhook(api):
+async def test_a_follow_up_is_an_ephemeral_notice_through_the_interaction_webhook(api):
     calls = iter([(404, {"code": 10015}), (200, {"id": "8001"})])  # not registered yet, then accepted
     api.route("POST", f"/api/v10/webhooks/{APP}/itoken", lambda call: next(calls))
 
-    discord.follow_up("itoken", "Answered: **Production**")()
+    with pytest.raises(Temporary) as not_yet:  # the delivery engine tries it again shortly
+        await discord.adapter.notice("itoken", "Answered: **Production**")
+    await discord.adapter.notice("itoken", "Answered: **Production**")
 
+    assert not_yet.value.retry_after == 1.0
     _refused, second = api.of(f"/api/v10/webhooks/{APP}/itoken")
     assert "authorization" not in second.headers  # the interaction's token is the credential
     assert second.body == {
@@ -445,7 +448,7 @@ def test_a_follow_up_is_an_ephemeral_notice_through_the_interaction_webhook(api)
     }
 
 
-# --- end to end: the agent's API, the outbox, signed interactions ------------------------
+# --- end to end: the agent's API, the delivery engine, signed interactions ------------------------
 
 DEADLINE = 10
 PUBLIC = "https://askuser.example.com"
@@ -541,9 +544,9 @@ def ephemeral(text: str) -> dict[str, Any]:
     return {"type": 4, "data": {"content": text, "flags": 64, "allowed_mentions": {"parse": []}}}
 
 
-async def outbox_settles(prompt_id: str) -> None:
+async def deliveries_settle(prompt_id: str) -> None:
     """Until the prompt's messages are all closed, failed or dropped."""
-    live = ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"])
+    live = Delivery.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"])
     await until_async(lambda: None if live.exists() else True)
 
 
@@ -576,7 +579,7 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
         ],
     }
     assert chat.calls("users/@me/channels")[0].body == {"recipient_id": USER}
-    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    row = await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
     assert row.ref == {"channel_id": CHANNEL, "message_id": "7001"}
 
     waiting = wait(token, prompt_id)
@@ -605,7 +608,11 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
     edit = await chat.edited()
     assert edit.headers["authorization"] == f"Bot {TOKEN}"  # never the interaction's 15-minute token
     assert edit.body == closed
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
+    # The notice went as a delivery of its own, sent by the engine like every message.
+    follow_up = await database_call(Delivery.objects.exclude(notice="").get)(prompt_id=prompt_id)
+    tries = await database_call(lambda: list(follow_up.tries.values_list("action", "ok")))()
+    assert (follow_up.address, follow_up.state, tries) == ("itoken", "closed", [("notice", True)])
 
 
 @e2e
@@ -631,7 +638,7 @@ async def test_other_opens_a_modal_whose_text_is_the_free_text_answer(chat, link
     edit = await chat.edited()
     assert "**Answered: own answer — by alice on Discord**" in edit.body["content"]
     assert edit.body["components"] == []
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -652,7 +659,7 @@ async def test_skip_skips_and_the_agent_hears_no_answer(chat, linked, token):
     )
     edit = await chat.edited()
     assert "**Skipped on Discord by alice**" in edit.body["content"]
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -685,7 +692,7 @@ async def test_a_multi_question_prompt_is_answered_in_one_modal(chat, linked, to
     assert result["surface"] == "discord"
     edit = await chat.edited()
     assert "**Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Discord**" in edit.body["content"]
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @database_call
@@ -738,7 +745,7 @@ async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(chat, linked, 
     assert notice.body["content"].startswith("This prompt was already answered on the web by alice at ")
     prompt = await prompt_of(prompt_id)
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -754,7 +761,7 @@ async def test_a_replayed_interaction_is_handled_once(chat, linked, token):
     assert again.json() == ephemeral("This was already handled.")
     prompt = await prompt_of(prompt_id)
     assert await database_call(prompt.events.filter(kind="skipped").count)() == 1
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -784,7 +791,7 @@ async def test_the_api_down_for_a_while_loses_nothing(chat, linked, token):
     assert result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
     edit = await chat.edited()
     assert chat.fake.calls.index(edit) > chat.fake.calls.index(sent)
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
     assert len(chat.calls(f"channels/{CHANNEL}/messages")) == 1  # sent once, once it could be
 
 
@@ -793,9 +800,9 @@ async def test_a_person_who_cannot_be_messaged_is_failed_for_good(chat, linked, 
     chat.fake.route("POST", f"/api/v10/channels/{CHANNEL}/messages", lambda call: (403, {"code": 50007}))
     prompt_id = await create(token)
     await chat.sent()
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
-    row = await database_call(lambda: ChatMessage.objects.get(prompt_id=prompt_id))()
+    row = await database_call(lambda: Delivery.objects.get(prompt_id=prompt_id))()
     assert (row.state, row.attempts) == ("failed", 1)
     assert "Discord answered 403" in row.last_error
 

@@ -29,7 +29,7 @@ from askuser_app.delivery.chats import core, slack
 from askuser_app.delivery.chats.base import Action, Button, Card, Closed, Permanent, Temporary
 from askuser_app.domain import contract, services
 from askuser_app.domain.textreply import TextQuestion
-from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
+from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
 
 from .chatfake import Call, FakeAPI, fake_api  # noqa: F401  (the fixture)
@@ -288,7 +288,7 @@ async def test_slack_failures_are_retried_or_given_up(
         await slack.adapter.send("D024BE91L", a_card())
     if error is Temporary:
         assert raised.value.retry_after == retry_after
-    assert len(fake_api.of("/api/chat.postMessage")) == 1  # the SDK does not retry behind the outbox's back
+    assert len(fake_api.of("/api/chat.postMessage")) == 1  # the SDK does not retry behind the delivery engine's back
 
 
 async def test_an_unreachable_slack_is_temporary(slack_settings):
@@ -538,7 +538,7 @@ def test_socket_mode_acknowledges_what_it_does_not_handle(socket_mode: FakeSocke
     assert socket_mode.ack("env-2") == {"envelope_id": "env-2"}
 
 
-# --- end to end: the agent API, the outbox and the endpoints in one ASGI app, against the fake Slack ------
+# --- end to end: the agent API, the delivery engine and the endpoints in one ASGI app, against the fake Slack ------
 
 ALICE, BOB = "U0ALICE", "U0BOB"
 DM = "D0ALICE"  # alice's direct message with the app
@@ -667,10 +667,10 @@ def closed_of(prompt_id: str, outcome: str) -> list[dict[str, Any]]:
     ]
 
 
-async def outbox_settles(prompt_id: str) -> None:
+async def deliveries_settle(prompt_id: str) -> None:
     """Until no send or edit of the prompt is left to make (a resolution marks sent messages
     for their edit in its own transaction): no try outlives its test."""
-    live = ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit"])
+    live = Delivery.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit"])
     await until_async(lambda: None if live.exists() else True)
 
 
@@ -695,7 +695,7 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
         "unfurl_links": False,
         "unfurl_media": False,
     }
-    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    row = await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
     assert row.ref == {"channel": DM, "ts": "1700000000.000001"}
 
     waiting = wait(token, prompt_id)
@@ -718,7 +718,7 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
         "blocks": closed_of(prompt_id, "Answered: Production — by alice on Slack"),
     }
     assert slack_app.calls("chat.postEphemeral") == []  # the rewritten message says it all
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -763,7 +763,7 @@ async def test_other_opens_a_modal_whose_text_is_the_free_text_answer(slack_app,
     )
     [edit] = await slack_app.wait_for("chat.update")
     assert edit.body["blocks"][-2] == section("Answered: own answer — by alice on Slack")  # own words stay private
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -778,7 +778,7 @@ async def test_skip_skips_and_the_agent_hears_no_answer(slack_app, linked, token
     assert picked(result) == {"status": "no_answer", "reason": "skipped", "surface": "slack", "resolved_by": "alice"}
     [edit] = await slack_app.wait_for("chat.update")
     assert edit.body["blocks"] == closed_of(prompt_id, "Skipped on Slack by alice")
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -795,7 +795,7 @@ async def test_a_multi_question_prompt_is_text_answered_by_a_reply_in_its_thread
         button("Skip all", f"s:{prompt_id.replace('-', '')}"),
         {**OPEN, "url": f"{PUBLIC}/p/{prompt_id}/"},
     ]
-    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
     waiting = wait(token, prompt_id)
 
     response = await message("Production\nDocs, Blog post", event_id="Ev1", thread_ts="1700000000.000001")
@@ -815,7 +815,7 @@ async def test_a_multi_question_prompt_is_text_answered_by_a_reply_in_its_thread
         "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Slack"
     )
     assert "Reply with" not in json.dumps(edit.body["blocks"])
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -827,7 +827,7 @@ async def test_a_reply_in_the_thread_answers_that_prompt_not_the_oldest(slack_ap
     )
     second = str(other.json()["id"])
     await slack_app.wait_for("chat.postMessage", 2)
-    await until_async(lambda: ChatMessage.objects.filter(prompt_id=second, state="sent").first())
+    await until_async(lambda: Delivery.objects.filter(prompt_id=second, state="sent").first())
 
     # "Also send to direct message" makes it a thread_broadcast: still her reply.
     await message("Staging\nChangelog", event_id="Ev2", thread_ts="1700000000.000002", subtype="thread_broadcast")
@@ -842,7 +842,7 @@ async def test_a_reply_in_the_thread_answers_that_prompt_not_the_oldest(slack_ap
 async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_app_says_what_is_missing(slack_app, linked, token):
     prompt_id = await create(token, QUESTION, EXTRAS)
     await slack_app.wait_for("chat.postMessage")
-    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
 
     await message("extras: Docs", event_id="Ev3", thread_ts="1700000000.000001")
 
@@ -850,7 +850,7 @@ async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_app_says_wh
     assert said.body["thread_ts"] == "1700000000.000001"
     assert said.body["text"].startswith("Your reply did not answer 1. Deploy.")
     assert (await prompt_of(prompt_id)).is_pending
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -864,14 +864,14 @@ async def test_a_strangers_tap_is_refused_and_changes_nothing(slack_app, linked,
     [notice] = slack_app.calls("chat.postEphemeral")
     assert notice.body == {"channel": "D0BOB", "user": BOB, "text": "This question is not yours."}
     assert (await prompt_of(prompt_id)).is_pending
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
 async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(slack_app, linked, token, owner):
     prompt_id = await create(token)
     await slack_app.wait_for("chat.postMessage")
-    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
     await database_call(services.answer)(
         await prompt_of(prompt_id), {"deploy_target": "Staging (Recommended)"}, by=owner, surface="web"
     )
@@ -885,7 +885,7 @@ async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(slack_app, lin
     assert notice.body["text"].startswith("This prompt was already answered on the web by alice at ")
     prompt = await prompt_of(prompt_id)
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -902,7 +902,7 @@ async def test_a_replayed_event_is_handled_once(slack_app, linked, token):
     assert len(slack_app.replies()) == 1
     prompt = await prompt_of(prompt_id)
     assert await database_call(prompt.events.filter(kind="answered").count)() == 1
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -921,7 +921,7 @@ async def test_a_replayed_tap_is_handled_once(slack_app, linked, token):
     await interact(payload)
 
     assert len(slack_app.calls("chat.postEphemeral")) == 1
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -940,7 +940,7 @@ async def test_a_badly_signed_tap_is_refused_and_changes_nothing(slack_app, link
     assert (await prompt_of(prompt_id)).is_pending
     assert not await database_call(SeenEvent.objects.exists)()
     assert slack_app.calls("chat.postEphemeral") == []
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -949,7 +949,7 @@ async def test_slack_down_for_a_while_loses_nothing_and_the_edit_follows_the_sen
     prompt_id = await create(token)
     await slack_app.wait_for("chat.postMessage", 2)  # tried, refused, tried again
     slack_app.fake.up()
-    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    row = await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
     assert row.ref["channel"] == DM
 
     slack_app.fake.down(429)
@@ -960,8 +960,8 @@ async def test_slack_down_for_a_while_loses_nothing_and_the_edit_follows_the_sen
     await slack_app.wait_for("chat.update", 2)
     slack_app.fake.up()
 
-    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="closed").first())
-    tries = await database_call(lambda: list(ChatAttempt.objects.order_by("id").values_list("action", "ok")))()
+    await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="closed").first())
+    tries = await database_call(lambda: list(DeliveryAttempt.objects.order_by("id").values_list("action", "ok")))()
     sends = [ok for action, ok in tries if action == "send"]
     edits = [ok for action, ok in tries if action == "edit"]
     assert sends[-1] and not any(sends[:-1]) and len(sends) >= 2
@@ -985,7 +985,7 @@ async def test_a_code_sent_in_the_dm_links_and_the_next_prompt_arrives_there(sla
     prompt_id = await create(token)
     [_said, card] = await slack_app.wait_for("chat.postMessage", 2)
     assert card.body["channel"] == DM and card.body["blocks"] == card_of(prompt_id)
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @e2e
@@ -1010,7 +1010,7 @@ async def test_the_slash_command_links_unlinks_and_cards_open_the_dm(slack_app, 
     [opened] = slack_app.calls("conversations.open")
     assert opened.body == {"users": ALICE}
     assert card.body["channel"] == DM and card.body["blocks"] == card_of(prompt_id)
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
     reused = await to_slack(
         "commands",
@@ -1112,11 +1112,11 @@ def test_odd_interactions_are_acknowledged_and_do_nothing(slack_settings, fake_a
 async def test_an_agents_cancel_rewrites_the_message(slack_app, linked, token):
     prompt_id = await create(token)
     await slack_app.wait_for("chat.postMessage")
-    await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
 
     cancelled = await asgi_request("POST", f"/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
 
     assert cancelled.status_code == 200
     [edit] = await slack_app.wait_for("chat.update")
     assert edit.body["blocks"] == closed_of(prompt_id, "Cancelled by the agent")
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)

@@ -1,5 +1,5 @@
 """Telegram end to end: python-telegram-bot pointed at a local fake Bot API (TELEGRAM_API_URL),
-real webhook requests with the secret header, the agent's wait, the outbox loop."""
+real webhook requests with the secret header, the agent's wait, the delivery engine."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app.delivery import outbox
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.telegram import SECRET_HEADER, adapter
 from askuser_app.domain import services
-from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
+from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
 
 from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
@@ -151,8 +151,8 @@ def prompt_of(prompt_id: str) -> Prompt:
 
 
 @database_call
-def rows(prompt_id: str) -> list[ChatMessage]:
-    return list(ChatMessage.objects.filter(prompt_id=prompt_id).order_by("id"))
+def rows(prompt_id: str) -> list[Delivery]:
+    return list(Delivery.objects.filter(prompt_id=prompt_id).order_by("id"))
 
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -178,7 +178,7 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
             [{"text": "Other…", "callback_data": f"x:{hexid}"}, {"text": "Skip", "callback_data": f"s:{hexid}"}],
         ]
     }
-    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    row = await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
     assert row.ref == {"chat_id": CHAT, "message_id": 500}
 
     waiting = wait(token, prompt_id)
@@ -201,13 +201,13 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
         f"• Production\n\nAnswered: Production — by alice on Telegram\nOpen in askuser: https://askuser.example.com/p/{prompt_id}/"
     )
     assert "parse_mode" not in edit.body
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
     assert [r.state for r in await rows(prompt_id)] == ["closed"]
 
 
-async def outbox_settles(prompt_id: str) -> None:
+async def deliveries_settle(prompt_id: str) -> None:
     """Until the prompt's messages are all closed, failed or dropped."""
-    live = ChatMessage.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"])
+    live = Delivery.objects.filter(prompt_id=prompt_id, state__in=["to_send", "to_edit", "sent"])
     await until_async(lambda: None if live.exists() else True)
 
 
@@ -230,7 +230,7 @@ async def test_other_asks_with_force_reply_and_the_reply_is_the_free_text_answer
     assert result["details"]["deploy_target"]["free_text"] == "2" and result["surface"] == "telegram"
     [edit] = await telegram.wait_for("editMessageText")
     assert "Answered: own answer — by alice on Telegram" in edit.body["text"]
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token):
@@ -249,7 +249,7 @@ async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token)
     )
     [edit] = await telegram.wait_for("editMessageText")
     assert "Skipped on Telegram by alice" in edit.body["text"]
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(telegram, linked, token):
@@ -269,7 +269,7 @@ async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(teleg
     [edit] = await telegram.wait_for("editMessageText")
     assert "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Telegram" in edit.body["text"]
     assert "Reply with" not in edit.body["text"]
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_bot_says_what_is_missing(telegram, linked, token):
@@ -312,7 +312,7 @@ async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(telegram, link
     assert notice.body["text"].startswith("This prompt was already answered on the web by alice at ")
     prompt = await prompt_of(prompt_id)
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Staging (Recommended)"]}}
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_user):
@@ -326,7 +326,7 @@ async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_
     assert len(telegram.calls("answerCallbackQuery")) == 1
     prompt = await prompt_of(prompt_id)
     assert await database_call(prompt.events.filter(kind="skipped").count)() == 1
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @pytest.mark.parametrize("secret", ["", "wrong", SECRET + "x"])
@@ -360,8 +360,8 @@ async def test_the_api_down_for_a_while_loses_nothing_and_the_edit_follows_the_s
     assert sent[-1].body["text"].startswith("Deploy\n")  # the pending message went out once it could…
     assert edit.body["message_id"] == "500"  # …and its edit came after, to that message
     assert telegram.fake.calls.index(edit) > telegram.fake.calls.index(sent[-1])
-    await outbox_settles(prompt_id)
-    tries = await database_call(lambda: list(ChatAttempt.objects.values_list("action", "ok", "error")))()
+    await deliveries_settle(prompt_id)
+    tries = await database_call(lambda: list(DeliveryAttempt.objects.values_list("action", "ok", "error")))()
     assert [t[:2] for t in tries][-2:] == [("send", True), ("edit", True)]
     assert all(not ok and "Telegram could not be reached" in error for _, ok, error in tries[:-2])
     assert len(tries) >= 5
@@ -375,7 +375,7 @@ async def test_a_send_refused_for_good_is_failed_and_shown_on_the_page(telegram,
     )
     prompt_id = await create(token)
     await telegram.wait_for("sendMessage")
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
     [row] = await rows(prompt_id)
     assert (row.state, row.attempts) == ("failed", 1)
@@ -395,11 +395,11 @@ async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegr
     prompt = await database_call(services.ask)(agent, contract.parse_create(payload()))
     assert [r.state for r in await rows(prompt.prompt.pk)] == ["to_send"]
 
-    outbox.ensure_running()
+    engine.ensure_running()
 
     [sent] = await telegram.wait_for("sendMessage")
     assert sent.body["chat_id"] == str(CHAT)
-    await until_async(lambda: ChatMessage.objects.filter(prompt=prompt.prompt, state="sent").first())
+    await until_async(lambda: Delivery.objects.filter(prompt=prompt.prompt, state="sent").first())
 
 
 # --- linking -------------------------------------------------------------------------------------
@@ -548,7 +548,7 @@ async def test_polling_reads_updates_without_a_public_url(telegram, linked, toke
     assert notice.body["text"] == "Skipped on Telegram by alice"
     assert then.body["offset"] == "12" and first.body.get("timeout") == "25"
     assert (await prompt_of(prompt_id)).reason == "skipped"
-    await outbox_settles(prompt_id)
+    await deliveries_settle(prompt_id)
 
 
 @pytest.mark.live
@@ -567,14 +567,14 @@ def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, f
         try:
             sent = fake_api.wait_for(Telegram.path("sendMessage"), 2, timeout=DEADLINE)
             prompt_id = created.json()["id"]
-            until(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").exists())
+            until(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").exists())
         finally:
             second.stop()
     finally:
         first.stop()
 
     assert sent[-1].body["text"].startswith("Deploy\n") and sent[-1].body["chat_id"] == str(CHAT)
-    [message] = ChatMessage.objects.filter(prompt_id=prompt_id)
+    [message] = Delivery.objects.filter(prompt_id=prompt_id)
     assert message.ref == {"chat_id": CHAT, "message_id": 501}  # the send that landed: the held one never did
     assert [(t.action, t.ok) for t in message.tries.all()] == [("send", True)]  # the dead process recorded none
 

@@ -1,5 +1,5 @@
 """Email: an unanswered prompt mailed after the owner's delay through a real SMTP server
-(aiosmtpd, tests/mailfake.py) by the outbox loop, and the mail's signed links: a GET
+(aiosmtpd, tests/mailfake.py) by the delivery engine, and the mail's signed links: a GET
 shows, one POST answers or adds time, and nothing else changes anything."""
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from django.core import signing
 from django.test import Client
 from django.utils import timezone, translation
 
-from askuser_app.delivery import outbox
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats.base import Card
 from askuser_app.delivery.notifiers.email import mails as email
 from askuser_app.delivery.notifiers.email.adapter import adapter as email_adapter
 from askuser_app.domain import contract, prefs, services
-from askuser_app.models import ChatMessage, Preferences, Prompt, PromptEvent
+from askuser_app.models import Delivery, Preferences, Prompt, PromptEvent
 from askuser_app.runtime.asyncdb import database_call
 
 from .conftest import EXTRAS, QUESTION, asgi_request, payload
@@ -85,7 +85,7 @@ async def create(token: str, *questions) -> str:
 
 
 def mail_of(prompt: Prompt) -> tuple[str, str]:
-    """The plain text and HTML of the mail the outbox would send now."""
+    """The plain text and HTML of the mail the delivery engine would send now."""
     composed = email.compose(prompt.pk, ADDRESS)
     assert composed is not None
     [(html, _mime)] = composed.message.alternatives
@@ -102,8 +102,8 @@ def links(text: str) -> list[str]:
 def test_with_smtp_an_owner_with_an_address_is_mailed_after_two_minutes_by_default(smtp, agent, addressed):
     prompt = ask(agent)
 
-    [row] = ChatMessage.objects.filter(channel="email")
-    assert (row.chat_id, row.state, row.link_id) == (ADDRESS, "to_send", None)
+    [row] = Delivery.objects.filter(channel="email")
+    assert (row.address, row.state, row.link_id) == (ADDRESS, "to_send", None)
     waited = row.next_attempt_at - prompt.created_at
     assert timedelta(seconds=120) <= waited < timedelta(seconds=130)
 
@@ -120,7 +120,7 @@ def test_no_address_no_choice_or_off_means_no_mail(smtp, settings, agent, owner,
     owner.save()
     ask(agent, session="support-43")
 
-    assert not ChatMessage.objects.exists()
+    assert not Delivery.objects.exists()
 
 
 def test_the_file_backend_mails_those_who_chose_it(settings, agent, addressed):
@@ -129,7 +129,7 @@ def test_the_file_backend_mails_those_who_chose_it(settings, agent, addressed):
 
     prompt = ask(agent)
 
-    [row] = ChatMessage.objects.all()
+    [row] = Delivery.objects.all()
     assert row.next_attempt_at - prompt.created_at == pytest.approx(timedelta(seconds=300), abs=timedelta(seconds=1))
 
 
@@ -153,7 +153,7 @@ def test_a_create_after_the_first_reads_no_address_and_still_mails(smtp, agent, 
         ask(agent, session="support-43")
 
     assert not [q for q in second.captured_queries if "auth_user" in q["sql"]]
-    assert list(ChatMessage.objects.values_list("chat_id", flat=True)) == [ADDRESS, ADDRESS]
+    assert list(Delivery.objects.values_list("address", flat=True)) == [ADDRESS, ADDRESS]
 
 
 def test_a_changed_address_choice_or_setting_is_followed_by_the_next_create(smtp, settings, agent, addressed):
@@ -168,7 +168,7 @@ def test_a_changed_address_choice_or_setting_is_followed_by_the_next_create(smtp
     settings.ASKUSER_EMAIL_SMTP = False  # the file backend: off unless chosen
     ask(agent, session="support-46")
 
-    sessions = ChatMessage.objects.order_by("id").values_list("prompt__session__key", "chat_id")
+    sessions = Delivery.objects.order_by("id").values_list("prompt__session__key", "address")
     assert list(sessions) == [
         ("support-42", ADDRESS),
         ("support-43", "new@example.com"),
@@ -180,14 +180,14 @@ def test_a_changed_address_choice_or_setting_is_followed_by_the_next_create(smtp
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_the_outbox_mails_an_unanswered_prompt_once_its_delay_has_passed(smtp, addressed, token):
+async def test_the_engine_mails_an_unanswered_prompt_once_its_delay_has_passed(smtp, addressed, token):
     await database_call(wait_seconds)(addressed, 1)
 
     prompt_id = await create(token)
 
     [mail] = await asyncio.to_thread(smtp.wait_for, 1)
     prompt = await database_call(Prompt.objects.get)(pk=prompt_id)
-    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    row = await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
     assert row.next_attempt_at >= prompt.created_at + timedelta(seconds=1)
     assert mail["To"] == ADDRESS and mail["Subject"] == "helper asks: Deploy"
     assert mail["Auto-Submitted"] == "auto-generated" and row.ref == {"message_id": mail["Message-ID"].strip()}
@@ -211,10 +211,10 @@ async def test_a_prompt_answered_before_its_delay_is_never_mailed(smtp, addresse
 
     await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
 
-    row = await database_call(ChatMessage.objects.get)(prompt_id=prompt_id)
+    row = await database_call(Delivery.objects.get)(prompt_id=prompt_id)
     assert row.state == "dropped"
-    await database_call(ChatMessage.objects.filter(pk=row.pk).update)(next_attempt_at=timezone.now())
-    assert await database_call(outbox.claim_due)(8) == []
+    await database_call(Delivery.objects.filter(pk=row.pk).update)(next_attempt_at=timezone.now())
+    assert await database_call(engine.claim_due)(8) == []
     assert smtp.mails == [] and smtp.rcpt_tries == 0
 
 
@@ -246,7 +246,7 @@ async def test_a_permanent_refusal_fails_the_mail_after_one_try(smtp, addressed,
 
     prompt_id = await create(token)
 
-    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="failed").first())
+    row = await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="failed").first())
     assert row.attempts == 1 and "550" in row.last_error and "No such user" in row.last_error
     assert smtp.mails == []
 
@@ -261,7 +261,7 @@ async def test_a_deferral_is_retried_until_the_server_takes_the_mail(smtp, addre
     smtp.refuse_rcpt = ""
 
     await asyncio.to_thread(smtp.wait_for, 1)
-    row = await until_async(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").first())
+    row = await until_async(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").first())
     attempts = await database_call(lambda: list(row.tries.order_by("id").values_list("ok", "error")))()
     assert attempts[-1] == (True, "")
     assert all("450" in error for ok, error in attempts[:-1]) and len(attempts) >= 3
@@ -270,13 +270,14 @@ async def test_a_deferral_is_retried_until_the_server_takes_the_mail(smtp, addre
 def test_an_unreachable_server_is_retried_later(smtp, settings, agent, addressed):
     settings.EMAIL_PORT = free_port()  # nothing listens there
     ask(agent)
-    ChatMessage.objects.update(next_attempt_at=timezone.now())
-    [claimed] = outbox.claim_due(8)
+    Delivery.objects.update(next_attempt_at=timezone.now())
+    [claimed] = engine.claim_due(8)
 
-    outcome = async_to_sync(outbox.attempt)(claimed)
-    outbox.record(claimed, timezone.now(), 5, outcome)
+    tried = async_to_sync(engine.attempt)(claimed)
+    engine.record(claimed, tried)
 
-    row = ChatMessage.objects.get()
+    row = Delivery.objects.get()
+    outcome = tried.outcome
     assert not outcome.final and "could not be reached" in outcome.error
     assert row.state == "to_send" and row.attempts == 1 and row.next_attempt_at > timezone.now()
 
@@ -287,13 +288,14 @@ def test_an_unreachable_server_is_retried_later(smtp, settings, agent, addressed
 def test_a_refused_sender_fails_for_good_on_5xx_and_is_retried_on_4xx(smtp, agent, addressed, refusal, final):
     smtp.refuse_mail = refusal
     ask(agent)
-    ChatMessage.objects.update(next_attempt_at=timezone.now())
-    [claimed] = outbox.claim_due(8)
+    Delivery.objects.update(next_attempt_at=timezone.now())
+    [claimed] = engine.claim_due(8)
 
-    outcome = async_to_sync(outbox.attempt)(claimed)
-    outbox.record(claimed, timezone.now(), 5, outcome)
+    tried = async_to_sync(engine.attempt)(claimed)
+    engine.record(claimed, tried)
 
-    row = ChatMessage.objects.get()
+    row = Delivery.objects.get()
+    outcome = tried.outcome
     assert outcome.final is final and refusal.split()[0] in row.last_error
     assert row.state == ("failed" if final else "to_send") and smtp.mails == []
 

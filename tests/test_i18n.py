@@ -19,7 +19,7 @@ from django.conf import settings
 from django.test import Client
 from django.utils import translation
 
-from askuser_app.delivery import outbox
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Sender
 from askuser_app.domain import contract, services
@@ -285,7 +285,7 @@ def test_a_chat_message_is_written_in_its_owners_language(chat_on, owner, other_
     ask(agent, EXTRAS, session="support-43")
 
     before = translation.get_language()
-    claimed = sorted(outbox.claim_due(8), key=lambda c: len(c.card.questions[0].options))
+    claimed = sorted(engine.claim_due(8), key=lambda c: len(c.card.questions[0].options))
 
     assert [c.language for c in claimed] == ["hi", "hi"]
     single, several = (c.card for c in claimed)
@@ -298,7 +298,7 @@ def test_a_chat_message_is_written_in_its_owners_language(chat_on, owner, other_
 def test_a_chat_message_to_a_person_who_never_chose_is_in_english(chat_on, agent):
     ask(agent)
 
-    [claimed] = outbox.claim_due(8)
+    [claimed] = engine.claim_due(8)
 
     assert claimed.language == "en" and claimed.card.buttons[-1].label == "Skip"
 

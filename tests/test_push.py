@@ -34,12 +34,12 @@ from cryptography.x509.oid import NameOID
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from askuser_app.delivery import outbox
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Temporary
 from askuser_app.delivery.notifiers.push import adapter as push
 from askuser_app.domain import contract, services
-from askuser_app.models import ChatAttempt, ChatMessage, Prompt, PushSubscription
+from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
 from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
 
@@ -242,11 +242,11 @@ async def ask(agent: Any, *questions: dict[str, Any]) -> Prompt:
     return created.prompt
 
 
-async def row_of(prompt: Prompt, state: str) -> ChatMessage:
-    return await until_async(lambda: ChatMessage.objects.filter(prompt=prompt, state=state).first())
+async def row_of(prompt: Prompt, state: str) -> Delivery:
+    return await until_async(lambda: Delivery.objects.filter(prompt=prompt, state=state).first())
 
 
-# --- sending through the outbox -------------------------------------------------------------------
+# --- sending through the delivery engine -------------------------------------------------------------------
 
 
 @pytest.mark.django_db(transaction=True)
@@ -259,7 +259,7 @@ async def test_a_new_prompt_reaches_each_device_encrypted_for_it_and_signed_by_t
         await database_call(subscribed)(user, browser)
 
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     [to_laptop] = await asyncio.to_thread(push_service.wait_for, "laptop")
     [to_phone] = await asyncio.to_thread(push_service.wait_for, "phone")
@@ -292,7 +292,7 @@ async def test_several_questions_say_how_many_more_there_are(push_service, agent
     await database_call(subscribed)(owner, laptop)
 
     await ask(agent, QUESTION, EXTRAS)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
     message = laptop.read(received.body)
@@ -305,7 +305,7 @@ async def test_the_resolved_prompt_closes_its_notification_on_every_device(push_
     laptop = Browser(push_service.endpoint("laptop"))
     await database_call(subscribed)(owner, laptop)
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
     await asyncio.to_thread(push_service.wait_for, "laptop")
     await row_of(prompt, "sent")
 
@@ -326,7 +326,7 @@ async def test_a_prompt_resolved_before_its_push_went_out_sends_nothing(push_ser
     await database_call(services.skip_all)(prompt, by=owner, surface="web")
 
     await row_of(prompt, "dropped")
-    assert await database_call(outbox.claim_due)(8) == []
+    assert await database_call(engine.claim_due)(8) == []
     assert push_service.received == []
 
 
@@ -336,7 +336,7 @@ async def test_a_subscription_the_push_service_no_longer_knows_is_removed(push_s
     push_service.answer(status)
     await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     failed = await row_of(prompt, "failed")
 
@@ -352,7 +352,7 @@ async def test_a_push_service_error_is_retried_until_it_gets_through(push_servic
     laptop = Browser(push_service.endpoint("laptop"))
     await database_call(subscribed)(owner, laptop)
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     received = await asyncio.to_thread(push_service.wait_for, "laptop", 3)
     await row_of(prompt, "sent")
@@ -392,7 +392,7 @@ def test_push_costs_a_create_one_read_when_the_owner_has_no_device(agent, owner,
 def asked_devices(agent: Any, session: str) -> list[str]:
     """The devices a new prompt in ``session`` is to be pushed to, as its create recorded them."""
     prompt = services.ask(agent, contract.parse_create(payload(session=session))).prompt
-    return sorted(ChatMessage.objects.filter(prompt=prompt, channel="push").values_list("chat_id", flat=True))
+    return sorted(Delivery.objects.filter(prompt=prompt, channel="push").values_list("address", flat=True))
 
 
 @pytest.mark.django_db
@@ -444,7 +444,7 @@ async def test_a_redirect_from_the_push_service_is_not_followed_and_fails_the_de
     push_service.answer(307, {"Location": f"{inside.url}/admin/flush"})
     await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     failed = await row_of(prompt, "failed")
 
@@ -459,11 +459,13 @@ async def test_a_redirect_from_the_push_service_is_not_followed_and_fails_the_de
 async def test_a_device_stored_with_an_endpoint_the_sender_cannot_read_fails_at_once(push_service, agent, owner):
     await database_call(subscribed)(owner, Browser("https://①②⑦.0.0.1/push/laptop"))  # before subscribe checked it
     prompt = await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     failed = await row_of(prompt, "failed")
 
-    tries = await database_call(list)(ChatAttempt.objects.filter(message_id=failed.pk).values_list("error", flat=True))
+    tries = await database_call(list)(
+        DeliveryAttempt.objects.filter(delivery_id=failed.pk).values_list("error", flat=True)
+    )
     assert tries == ["refused: the push endpoint is not a URL the server can send to"]
 
 
@@ -493,7 +495,7 @@ async def test_a_push_goes_to_the_address_that_was_checked(push_service, rebindi
     browser = Browser(f"https://{REBINDING}:{port}/push/laptop")
     await database_call(subscribed)(owner, browser)
     await ask(agent)
-    outbox.ensure_running()
+    engine.ensure_running()
 
     [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
 

@@ -18,7 +18,7 @@ HISTORY_PAGES = [
     "/admin/askuser_app/session/",
     "/admin/askuser_app/run/",
     "/admin/askuser_app/webhookdelivery/",
-    "/admin/askuser_app/chatmessage/",
+    "/admin/askuser_app/delivery/",
     "/admin/askuser_app/chatlink/",
 ]
 
@@ -81,7 +81,8 @@ def test_the_reviewers_group_holds_the_view_permission_of_every_history_model(db
         "view_webhookdelivery",
         "view_webhookattempt",
         "view_chatlink",
-        "view_chatmessage",
-        "view_chatattempt",
+        "view_delivery",
+        "view_deliveryattempt",
+        "view_deliveryhost",
     }
     assert all(codename.startswith("view_") for codename in codenames)

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from askuser_app.agents.client import AskUserClient, sign, verify_signature
-from askuser_app.delivery import egress, webhooks
+from askuser_app.delivery import egress, engine, webhooks
 from askuser_app.domain import addresses, contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 from askuser_app.runtime.asyncdb import database_call
@@ -348,7 +348,7 @@ async def test_a_callback_name_resolving_to_a_private_address_is_refused_once_an
     hook = receiver.url.replace("127.0.0.1", "localhost")
     prompt_id = await database_call(made_then_closed)()
 
-    webhooks.ensure_running()
+    engine.ensure_running()
     delivery = await until_async(lambda: delivery_of(prompt_id) if finished(prompt_id)() else None)
 
     [attempt] = await database_call(list)(delivery.attempts.all())
@@ -369,7 +369,7 @@ async def test_a_callback_url_the_sender_cannot_parse_is_a_recorded_failed_attem
 
     prompt_id = await database_call(resolved_with_an_old_url)()
 
-    webhooks.ensure_running()
+    engine.ensure_running()
     delivery = await until_async(lambda: delivery_of(prompt_id) if finished(prompt_id)() else None)
 
     [attempt] = await database_call(list)(delivery.attempts.all())

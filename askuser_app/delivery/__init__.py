@@ -1,10 +1,13 @@
-"""Everything askuser sends out of the process: one outbox engine and its kinds.
+"""Everything askuser sends out of the process: one delivery engine and its kinds.
 
-``outbox`` claims, sends, records and retries; ``webhooks`` signs and posts
-results to agents' callback URLs; ``chats/`` holds the chat apps (Telegram,
-Slack, Discord) and ``notifiers/`` the one-way reminders (email, Web Push),
-each with its adapter, views and urls; ``egress`` is the one way out to a
-network address that has been checked.
+``engine`` claims, attempts, records and retries every kind's rows, shared
+out fairly (per owner first, then per host) with a pause for a host that
+keeps timing out; ``webhooks`` is the kind that signs and posts results to
+agents' callback URLs; ``messages`` the kind that sends prompts to people,
+each through its channel's adapter: ``chats/`` holds the chat apps
+(Telegram, Slack, Discord) and ``notifiers/`` the one-way reminders (email,
+Web Push), each with its adapter, views and urls; ``egress`` is the one way
+out to a network address that has been checked.
 
 May import: ``runtime``, ``domain``, ``askuser_app.models`` and the SDKs.
 """

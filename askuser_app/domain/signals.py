@@ -1,11 +1,11 @@
 """What ``services`` announces to the parts that act on a change, without importing them.
 
 The domain imports no other part of the app: the live pages and waits
-(``runtime.realtime``), the outbox and the webhooks (``delivery``) and the
+(``runtime.realtime``), the delivery engine's kinds (``delivery``) and the
 deadline loop (``server.expiry``) connect to these in ``apps.ready``.
 
 Sent *inside* the transaction that makes the change, so that a receiver may
-write rows that must commit with it (an outbox row, a webhook delivery) and
+write rows that must commit with it (a message's delivery, a webhook's) and
 must defer anything others can see (an announcement) with
 ``transaction.on_commit``.
 """

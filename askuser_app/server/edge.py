@@ -22,8 +22,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from askuser_app.agents.refusals import Rejected, refuse
-from askuser_app.delivery import outbox as chat_outbox
-from askuser_app.delivery import webhooks
+from askuser_app.delivery import engine
 from askuser_app.domain import contract
 from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime import proxies
@@ -47,8 +46,7 @@ class FrontDoor:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Daphne does not speak lifespan: the first request starts the loops.
         expiry.ensure_running()
-        webhooks.ensure_running()
-        chat_outbox.ensure_running()
+        engine.ensure_running()
         if not host_allowed(scope):
             return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."), scope)
         bounded = await bounded_body(scope, receive, send)
@@ -160,8 +158,7 @@ async def lifespan(scope: Scope, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] == "lifespan.startup":
             expiry.ensure_running()
-            webhooks.ensure_running()
-            chat_outbox.ensure_running()
+            engine.ensure_running()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})

@@ -50,9 +50,9 @@ from askuser_app.domain.chars import ascii_int
 from askuser_app.models import (
     Agent,
     Answer,
-    ChatAttempt,
     ChatLink,
-    ChatMessage,
+    Delivery,
+    DeliveryAttempt,
     Option,
     Prompt,
     PushSubscription,
@@ -862,7 +862,9 @@ class WebhookDeliveryAdmin(HistoryAdmin):
     list_select_related = ["prompt__session"]
     readonly_fields = [
         "prompt",
+        "owner",
         "url",
+        "host",
         "status",
         "attempt_count",
         "created_at",
@@ -873,7 +875,7 @@ class WebhookDeliveryAdmin(HistoryAdmin):
     inlines = [WebhookAttemptInline]
 
 
-# --- chat apps: linked identities, and every chat message with its tries ---------------------
+# --- chat apps' linked identities; every message to a person with its tries ------------------
 
 
 @admin.register(ChatLink)
@@ -894,8 +896,8 @@ class ChatLinkAdmin(ModelAdmin):
         return False
 
 
-class ChatAttemptInline(TabularInline):
-    model = ChatAttempt
+class DeliveryAttemptInline(TabularInline):
+    model = DeliveryAttempt
     extra = 0
     can_delete = False
     fields = ("action", "started_at", "duration_ms", "ok", "error")
@@ -908,17 +910,22 @@ class ChatAttemptInline(TabularInline):
         return False
 
 
-@admin.register(ChatMessage)
-class ChatMessageAdmin(HistoryAdmin):
+@admin.register(Delivery)
+class DeliveryAdmin(HistoryAdmin):
+    """Every message of a prompt to a person (a chat, a mail, a push, a follow-up) and each try."""
+
     list_display = ["prompt", "channel", "link", "state", "attempts", "created_at", "next_attempt_at", "last_error"]
     list_filter = ["channel", "state", "created_at"]
     search_fields = ["prompt__id", "prompt__session__key", "link__user__username", "link__handle"]
     list_select_related = ["prompt__session", "link"]
     readonly_fields = [
         "prompt",
+        "owner",
         "channel",
         "link",
-        "chat_id",
+        "address",
+        "host",
+        "notice",
         "state",
         "ref",
         "attempts",
@@ -926,7 +933,7 @@ class ChatMessageAdmin(HistoryAdmin):
         "next_attempt_at",
         "last_error",
     ]
-    inlines = [ChatAttemptInline]
+    inlines = [DeliveryAttemptInline]
 
 
 @admin.register(PushSubscription)

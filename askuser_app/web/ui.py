@@ -22,7 +22,7 @@ from django.template.loader import render_to_string
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
-from askuser_app.delivery import outbox as chat_outbox
+from askuser_app.delivery import messages
 from askuser_app.domain import services, wording
 from askuser_app.domain.chars import ascii_digits, ascii_int
 from askuser_app.models import Message, Prompt, Question, Session
@@ -120,7 +120,7 @@ def _read_as(prompt: Prompt) -> list[str]:
 
 def summaries(prompts: list[Prompt]) -> list[Summary]:
     made = [summarize(p, list(p.questions.all())) for p in prompts]
-    undelivered = chat_outbox.undelivered([p.pk for p in prompts])
+    undelivered = messages.undelivered([p.pk for p in prompts])
     for summary in made:
         summary.undelivered = undelivered.get(str(summary.prompt.pk), [])
     return made
@@ -197,7 +197,7 @@ def panel_context(
         "session": session,
         "prompt": prompt,
         "questions": list(prompt.questions.all()) if prompt else [],
-        "undelivered": chat_outbox.undelivered([prompt.pk]).get(str(prompt.pk), []) if prompt else [],
+        "undelivered": messages.undelivered([prompt.pk]).get(str(prompt.pk), []) if prompt else [],
         "collapsed": cookies.get(PANEL_COOKIE) == "collapsed",
         "error": error,
         "now": timezone.now(),
@@ -547,7 +547,7 @@ def inbox_cards(user: Any, *, error: str = "", error_for: str = "") -> list[Inbo
         .prefetch_related(*services.QUESTIONS_IN_ORDER)
         .order_by("expires_at", "created_at", "pk")
     )
-    undelivered = chat_outbox.undelivered([p.pk for p in prompts]) if prompts else {}
+    undelivered = messages.undelivered([p.pk for p in prompts]) if prompts else {}
     return [
         InboxCard(
             p,

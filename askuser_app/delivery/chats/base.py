@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # The surfaces a result can name, in the order the settings page lists them.
 CHANNELS = ("telegram", "slack", "discord")
-# Outbox channels that reach a person without a linked chat identity (``Notifier``).
+# Channels that reach a person without a linked chat identity (``Notifier``).
 NOTIFIERS = ("email", "push")
 
 Verb = Literal["option", "other", "skip", "answer"]
@@ -140,11 +140,14 @@ class Reply:
 
 
 class Temporary(Exception):
-    """A send or edit that may work later (timeout, 5xx, 429): the outbox retries it."""
+    """A send or edit that may work later (timeout, 5xx, 429): the delivery engine retries it.
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    ``timed_out``: the host gave no answer in time, which counts towards pausing it."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, timed_out: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.timed_out = timed_out
 
 
 class Permanent(Exception):
@@ -164,8 +167,9 @@ class Adapter(Protocol):
         """Its settings are present; an unconfigured channel is off and sends nothing."""
         ...
 
-    async def send(self, chat_id: str, card: Card) -> Ref:
-        """Post ``card`` to the linked identity's chat; raise Temporary or Permanent on failure."""
+    async def send(self, address: str, card: Card) -> Ref:
+        """Post ``card`` to ``address`` (the linked identity's chat, the notifier's recipient);
+        raise Temporary or Permanent on failure. An SDK that blocks runs in ``engine.blocking``."""
         ...
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
@@ -185,17 +189,18 @@ class Adapter(Protocol):
 class Recipient:
     """Where a ``Notifier`` sends one prompt's message, and how long after the prompt was made."""
 
-    address: str  # an email address, a push subscription's id: the outbox row's chat_id
+    address: str  # an email address, a push subscription's id: the Delivery's address
     after: timedelta = timedelta(0)
+    host: str = ""  # where it is sent, when not the channel's own (a push service's host:port)
 
 
 @runtime_checkable
 class Notifier(Adapter, Protocol):
-    """An outbox channel with no linked identity (email, Web Push): it names its own recipients.
+    """A channel with no linked identity (email, Web Push): it names its own recipients.
 
     A module ``askuser_app/delivery/notifiers/<name>/adapter.py`` for a name in ``NOTIFIERS`` exposes one as
     ``adapter``. ``recipients`` runs inside the creating transaction, and what it finds
-    is kept between creates (``outbox.notified``) until a user, their preferences or a
+    is kept between creates (``messages.notified``) until a user, their preferences or a
     device is saved or deleted, or a setting changes: it may read nothing else. A prompt
     that resolves before ``after`` has passed drops the row, so nothing is sent for it."""
 
@@ -212,6 +217,16 @@ class Outbound:
     ok: bool
     error: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Noticing(Protocol):
+    """An adapter that also sends a one-off text on its own (Discord's follow-up to a tap): a
+    ``Delivery`` with a ``notice``, which the engine sends once and never edits."""
+
+    async def notice(self, address: str, text: str) -> None:
+        """Send ``text`` to ``address``; raise Temporary or Permanent on failure."""
+        ...
 
 
 class Polling(Protocol):

@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats.base import (
     CHANNELS,
     NOTIFIERS,
@@ -37,7 +38,7 @@ from askuser_app.delivery.chats.base import (
     decode,
 )
 from askuser_app.domain import services, textreply, wording
-from askuser_app.models import ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
+from askuser_app.models import ChatLink, Delivery, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime import i18n
 
 if TYPE_CHECKING:
@@ -449,7 +450,7 @@ def prune_seen() -> int:
 def prompt_of(channel: str, **ref: Any) -> uuid.UUID | None:
     """The prompt whose chat message has these ``ref`` fields (a reply to it), if any."""
     lookups = {f"ref__{name}": value for name, value in ref.items()}
-    message = ChatMessage.objects.filter(channel=channel, **lookups).order_by("-id").first()
+    message = Delivery.objects.filter(channel=channel, **lookups).order_by("-id").first()
     return message.prompt_id if message is not None else None
 
 
@@ -457,10 +458,20 @@ def remember(sender: Sender, prompt_id: uuid.UUID, **fields: Any) -> None:
     """Keep more about the sender's message of a prompt (the id of a follow-up question), in its ref."""
     with transaction.atomic():
         message = (
-            ChatMessage.objects.select_for_update()
+            Delivery.objects.select_for_update()
             .filter(prompt_id=prompt_id, channel=sender.channel, link__external_id=sender.user_id)
             .first()
         )
         if message is not None:
             message.ref = {**message.ref, **fields}
             message.save(update_fields=["ref"])
+
+
+def notice(prompt_id: uuid.UUID, channel: str, address: str, text: str) -> None:
+    """``text`` to go once to ``address``, on its own (Discord's follow-up to a tap): recorded for
+    the delivery engine, which is woken to send it."""
+    owner = Prompt.objects.filter(pk=prompt_id).values_list("session__owner_id", flat=True).get()
+    Delivery.objects.create(
+        prompt_id=prompt_id, owner_id=owner, channel=channel, address=address, host=channel, notice=text
+    )
+    engine.wake()

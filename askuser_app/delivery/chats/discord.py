@@ -10,8 +10,9 @@ Inbound is one endpoint, ``POST /chat/discord/interactions``. Its Ed25519
 signature over timestamp + raw body is checked before anything is read; then
 a tap, a modal or the ``/askuser`` command becomes one call of the core, and
 the answer goes back in the HTTP response itself, within Discord's three
-seconds. A notice that must follow an in-band update is posted through the
-interaction's webhook once the response has been sent.
+seconds. A notice that must follow an in-band update is handed to the
+delivery engine once the response has been sent (a ``Delivery`` with a
+``notice``), which posts it through the interaction's webhook and retries it.
 
 No gateway: reading message text would need one, so reply prompts are
 answered in a modal opened by the card's Answer… button instead.
@@ -23,7 +24,6 @@ import json
 import logging
 import math
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -229,7 +229,7 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 def _failure(response: httpx.Response) -> Exception | None:
-    """What a non-success answer means for the outbox: retry it later, or never."""
+    """What a non-success answer means for the delivery engine: retry it later, or never."""
     status = response.status_code
     if status < 400:
         return None
@@ -282,15 +282,15 @@ class DiscordAdapter:
     def configured(self) -> bool:
         return all(_setting(n) for n in ("DISCORD_APPLICATION_ID", "DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN"))
 
-    async def send(self, chat_id: str, card: Card) -> Ref:
-        """``chat_id`` is the person's user id; the message goes to their DM channel."""
-        channel = await self._channel(chat_id)
+    async def send(self, address: str, card: Card) -> Ref:
+        """``address`` is the person's user id; the message goes to their DM channel."""
+        channel = await self._channel(address)
         try:
             sent = await _call("POST", f"channels/{channel}/messages", message(card))
         except Unknown:
-            if self.channels.pop(chat_id, None) is None:
+            if self.channels.pop(address, None) is None:
                 raise
-            channel = await self._channel(chat_id)  # the remembered channel is gone: ask Discord again
+            channel = await self._channel(address)  # the remembered channel is gone: ask Discord again
             sent = await _call("POST", f"channels/{channel}/messages", message(card))
         return {"channel_id": channel, "message_id": _id(sent, "message")}
 
@@ -307,6 +307,22 @@ class DiscordAdapter:
             opened = await _call("POST", "users/@me/channels", {"recipient_id": user_id})
             self.channels[user_id] = _id(opened, "DM channel")
         return self.channels[user_id]
+
+    async def notice(self, address: str, text: str) -> None:
+        """A follow-up through the webhook of the interaction whose token is ``address`` (the token
+        is the credential: no bot token is sent), as an ephemeral notice."""
+        route = f"webhooks/{_setting('DISCORD_APPLICATION_ID')}/{address}"
+        body = {"content": escape(text), "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS}
+        try:
+            async with httpx.AsyncClient(base_url=api_url(), headers={"User-Agent": _user_agent()}) as client:
+                response = await client.post(route, json=body, timeout=TIMEOUT)
+        except httpx.HTTPError as exc:
+            raise Temporary(f"Discord could not be reached: {exc!r}") from exc
+        failure = _failure(response)
+        if isinstance(failure, Unknown):  # an interaction Discord has not registered yet, for a moment
+            raise Temporary(str(failure), retry_after=1.0)
+        if failure is not None:
+            raise failure
 
     def how_to_link(self, code: str) -> str:
         return gettext("In a direct message to the askuser bot, type /askuser link %(code)s.") % {"code": code}
@@ -436,7 +452,9 @@ def _in_band(reply: Reply, token: str) -> HttpResponse:
     if reply.closed is None and not reply.recorded:
         return _ephemeral(reply.text)
     update = _respond(UPDATE_MESSAGE, closed_message(reply.closed)) if reply.closed else _respond(DEFERRED_UPDATE)
-    return Then(update, follow_up(token, reply.text)) if token and reply.text else update
+    if token and reply.text and reply.prompt_id is not None:
+        return Then(update, follow_up(token, reply.text, reply.prompt_id))
+    return update
 
 
 def _submitted(interaction: Mapping[str, Any]) -> Act:
@@ -532,48 +550,29 @@ def register_command() -> list[str]:
 
 
 class Then(HttpResponse):
-    """``response``, and ``then`` run on a thread of its own once the server has sent it.
+    """``response``, and ``then`` called once the server has sent it.
 
     A follow-up message is accepted only after the interaction was answered,
-    and the answer must leave within three seconds, so the follow-up waits
-    for ``close()``, which the server calls when the response is out."""
+    and the answer must leave within three seconds, so the follow-up is
+    handed to the delivery engine at ``close()``, which the server calls when
+    the response is out."""
 
     def __init__(self, response: HttpResponse, then: Callable[[], None]) -> None:
         super().__init__(response.content, status=response.status_code, content_type=response["Content-Type"])
         self.then: Callable[[], None] | None = then
 
     def close(self) -> None:
-        super().close()
+        # Before Django's own close, whose request_finished lets go of the connection ``then`` uses.
         then, self.then = self.then, None
         if then is not None:
-            threading.Thread(target=then, name="discord-follow-up", daemon=True).start()
+            try:
+                then()
+            except Exception:  # the answer is out already: a lost notice is logged, never raised at the server
+                log.exception("Recording a Discord follow-up failed.")
+        super().close()
 
 
-FOLLOW_UP_ATTEMPTS = 3
-
-
-def follow_up(token: str, text: str) -> Callable[[], None]:
-    """Posting an ephemeral notice after the in-band answer, through the interaction's webhook.
-
-    Where it goes is read now, in the request, not later on the thread."""
-    url = f"{api_url().rstrip('/')}/webhooks/{_setting('DISCORD_APPLICATION_ID')}/{token}"
-    body = {"content": escape(text), "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS}
-    headers = {"User-Agent": _user_agent()}
-    return lambda: _post_follow_up(url, body, headers)
-
-
-def _post_follow_up(url: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> None:
-    for attempt in range(1, FOLLOW_UP_ATTEMPTS + 1):
-        try:
-            with httpx.Client(timeout=TIMEOUT, headers=headers) as client:
-                failure = _failure(client.post(url, json=body))
-        except httpx.HTTPError as exc:
-            failure = Temporary(repr(exc))
-        if failure is None:
-            return
-        if (isinstance(failure, Permanent) and not isinstance(failure, Unknown)) or attempt == FOLLOW_UP_ATTEMPTS:
-            log.warning("Discord follow-up not delivered: %s", failure)
-            return
-        # An interaction Discord has not registered yet answers 404 for a moment; a 429 says how long.
-        delay = failure.retry_after if isinstance(failure, Temporary) else None
-        time.sleep(min(delay if delay is not None else float(attempt), 5.0))
+def follow_up(token: str, text: str, prompt_id: uuid.UUID) -> Callable[[], None]:
+    """Posting an ephemeral notice after the in-band answer: a ``Delivery`` of the prompt whose
+    address is the interaction's token, which the engine sends (``notice``) and retries."""
+    return lambda: core.notice(prompt_id, "discord", token, text)

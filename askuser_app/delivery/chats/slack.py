@@ -2,8 +2,8 @@
 
 Outbound, ``slack_sdk``'s ``WebClient`` (pointed at ``SLACK_API_URL``) posts a
 card with ``chat.postMessage`` and rewrites it with ``chat.update`` once the
-prompt resolved. The client is synchronous; the outbox's ``send``/``edit`` run
-it in a thread.
+prompt resolved. The client is synchronous; ``send``/``edit`` run it on the
+delivery engine's threads.
 
 Inbound arrives two ways that share one set of handlers:
 
@@ -51,18 +51,19 @@ from slack_sdk.socket_mode.client import BaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Card, Closed, Permanent, Ref, Reply, Sender, Temporary
 from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.textreply import TextQuestion
-from askuser_app.models import ChatMessage
+from askuser_app.models import Delivery
 
 log = logging.getLogger("askuser")
 
 NAME = "slack"
 DEFAULT_API_URL = "https://slack.com/api/"
 MAX_BODY = 256 * 1024  # Slack's payloads are a few kilobytes; a modal's state is the largest
-SEND_TIMEOUT = 10  # seconds, for the outbox's calls
+SEND_TIMEOUT = 10  # seconds, for the delivery engine's calls
 INLINE_TIMEOUT = 2  # seconds, for a call made before Slack's 3-second acknowledgement
 
 # Block Kit's limits.
@@ -100,14 +101,14 @@ def api_url() -> str:
 
 
 def web_client(timeout: int = SEND_TIMEOUT) -> WebClient:
-    # No retry handlers: the outbox owns retries and their backoff, and an
+    # No retry handlers: the delivery engine owns retries and their backoff, and an
     # inline call must fail fast rather than retry past Slack's 3 seconds.
     return WebClient(token=_setting("SLACK_BOT_TOKEN"), base_url=api_url(), timeout=timeout, retry_handlers=[])
 
 
 @contextlib.contextmanager
 def _mapped_errors() -> Iterator[None]:
-    """The SDK's failures as the outbox reads them: Temporary (retry) or Permanent (give up)."""
+    """The SDK's failures as the delivery engine reads them: Temporary (retry) or Permanent (give up)."""
     try:
         yield
     except SlackApiError as exc:
@@ -283,7 +284,7 @@ def prompt_of_thread(channel: str, ts: str) -> uuid.UUID | None:
     (``core.prompt_of`` cannot be asked for a ref field named ``channel``: its
     own first parameter has that name.)"""
     return (
-        ChatMessage.objects.filter(channel=NAME, ref__channel=channel, ref__ts=ts)
+        Delivery.objects.filter(channel=NAME, ref__channel=channel, ref__ts=ts)
         .order_by("-id")
         .values_list("prompt_id", flat=True)
         .first()
@@ -528,13 +529,13 @@ class SlackAdapter:
     def configured(self) -> bool:
         return bool(_setting("SLACK_BOT_TOKEN") and _setting("SLACK_SIGNING_SECRET"))
 
-    async def send(self, chat_id: str, card: Card) -> Ref:
-        return await asyncio.to_thread(self._send, chat_id, card)
+    async def send(self, address: str, card: Card) -> Ref:
+        return await engine.blocking(self._send, address, card)
 
-    def _send(self, chat_id: str, card: Card) -> Ref:
+    def _send(self, address: str, card: Card) -> Ref:
         client = web_client()
         with _mapped_errors():
-            channel = chat_id if chat_id.startswith("D") else self._dm_with(client, chat_id)
+            channel = address if address.startswith("D") else self._dm_with(client, address)
             sent = client.chat_postMessage(
                 channel=channel,
                 text=_summary(card.header, card.text),
@@ -553,7 +554,7 @@ class SlackAdapter:
         return str(channel["id"])
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
-        await asyncio.to_thread(self._edit, ref, closed)
+        await engine.blocking(self._edit, ref, closed)
 
     def _edit(self, ref: Ref, closed: Closed) -> None:
         if not ref.get("channel") or not ref.get("ts"):

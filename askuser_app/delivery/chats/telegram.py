@@ -56,7 +56,7 @@ def _seconds(value: int | float | timedelta) -> float:
 
 
 async def _call(call: Awaitable[T]) -> T:
-    """One Bot API call, its failure as the outbox understands it."""
+    """One Bot API call, its failure as the delivery engine understands it."""
     try:
         return await call
     except tg_error.RetryAfter as slow:
@@ -129,11 +129,11 @@ class TelegramAdapter:
 
     # --- outbound ---------------------------------------------------------------------
 
-    async def send(self, chat_id: str, card: Card) -> Ref:
+    async def send(self, address: str, card: Card) -> Ref:
         async with self.bot() as bot:
             sent = await _call(
                 bot.send_message(
-                    chat_id=_chat(chat_id),
+                    chat_id=_chat(address),
                     text=message_text(card),
                     reply_markup=keyboard(card),
                     link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),

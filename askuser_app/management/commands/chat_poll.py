@@ -1,5 +1,5 @@
 """``manage.py chat_poll <name>``: a chat app's inbound events without a public URL (Telegram
-getUpdates, Slack Socket Mode), with the outbox loop beside it; until interrupted."""
+getUpdates, Slack Socket Mode), with the delivery engine beside it; until interrupted."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from askuser_app.delivery import outbox
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import CHANNELS
 
@@ -35,7 +35,7 @@ class Command(BaseCommand):
             asyncio.run(self._run(poll))
 
     async def _run(self, poll: Any) -> None:
-        outbox.ensure_running()  # answers taken here are edited into the messages without waiting for the server
+        engine.ensure_running()  # answers taken here are edited into the messages without waiting for the server
         try:
             await poll()
         except RuntimeError as refused:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, ClassVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.urls import URLPattern, path
 
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats.base import Card, Closed, Recipient, Ref
 from askuser_app.delivery.notifiers.email import views as emailviews
 from askuser_app.delivery.notifiers.email.mails import compose, deliver
@@ -45,11 +45,11 @@ class Email:
                 return [] if after is None else [Recipient(address, after)]
         return []
 
-    async def send(self, chat_id: str, card: Card) -> Ref:
-        mail = await database_call(compose)(card.prompt_id, chat_id)
+    async def send(self, address: str, card: Card) -> Ref:
+        mail = await database_call(compose)(card.prompt_id, address)
         if mail is None:
             return {"not_sent": "no longer waiting for this address"}
-        await asyncio.to_thread(deliver, mail)
+        await engine.blocking(deliver, mail)
         return {"message_id": mail.message_id}
 
     async def edit(self, ref: Ref, closed: Closed) -> None:

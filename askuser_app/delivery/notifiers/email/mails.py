@@ -1,9 +1,9 @@
-"""Email: a prompt left unanswered for a while is mailed to its owner, through the chat outbox.
+"""Email: a prompt left unanswered for a while is mailed to its owner, through the delivery engine.
 
 ``recipients`` runs in the creating transaction and names the owner's address
-when their preferences say so (``prefs.email_after``): the outbox row waits
+when their preferences say so (``prefs.email_after``): the ``Delivery`` waits
 that long, and is dropped if the prompt resolves first. ``send`` runs on the
-outbox loop: it reads the prompt again (a resolved one, or an owner who turned
+delivery engine: it reads the prompt again (a resolved one, or an owner who turned
 mail off or changed address meanwhile, is never mailed), renders plain text
 and HTML in the owner's language, and hands it to Django's mail backend (SMTP
 with ``EMAIL_HOST``, else files in the data folder) on a thread. Mail cannot
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 TOKEN_SALT = "askuser.chat.email.link"
 # A link outlives no prompt: none stays pending longer than its longest timeout or its
-# extension limit after creation; the margin covers clocks and a slow outbox.
+# extension limit after creation; the margin covers clocks and a slow delivery.
 TOKEN_MARGIN = timedelta(minutes=10)
 
 
@@ -218,7 +218,7 @@ def _refusal(code: int, message: bytes | str) -> str:
 
 
 def deliver(mail: Mail) -> None:
-    """Hand the mail to the backend; its failure as the outbox understands it."""
+    """Hand the mail to the backend; its failure as the delivery engine understands it."""
     try:
         mail.message.send(fail_silently=False)
     except smtplib.SMTPRecipientsRefused as refused:

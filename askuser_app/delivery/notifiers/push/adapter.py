@@ -4,8 +4,8 @@ A browser that allows notifications subscribes through its service worker
 (``static/askuser/sw.js``, served at ``/sw.js`` so that it covers the whole
 Control UI) and posts its ``PushSubscription`` to ``/settings/push/subscribe``;
 each subscription is a ``PushSubscription`` row, one per browser and device.
-For each new prompt the outbox has one row per subscription of its owner
-(``recipients``); the loop sends it here, encrypted for that browser
+For each new prompt the delivery engine has one ``Delivery`` per subscription
+of its owner (``recipients``), its host the push service's; the engine sends it here, encrypted for that browser
 (aes128gcm, RFC 8291) and signed with the server's VAPID key (RFC 8292) by
 ``pywebpush``. When the prompt resolves, the same tag gets a "closed" push,
 and the service worker closes the notification. A subscription the push
@@ -72,7 +72,6 @@ MAX_DETAIL = 120  # characters of a question's detail a notification shows
 MAX_BODY = 600  # a push carries at most 4 KiB; notifications show a few lines anyway
 TTL = 12 * 60 * 60  # a phone that is off gets it within this; a prompt rarely waits longer
 VAPID_LIFETIME = 12 * 60 * 60  # how long a push service takes our signature (RFC 8292: at most a day)
-CONNECT_TIMEOUT = 5.0  # a push service that takes longer to accept a connection is not there
 TEST_TAG = "askuser-test"
 GONE = (404, 410)
 LAST_ERROR = 500  # characters of a failure kept on the device's row
@@ -131,6 +130,12 @@ def subject() -> str:
 
 class Invalid(Exception):
     """A subscription the server will not store; the message says why, for the person."""
+
+
+def host_of(endpoint: str) -> str:
+    """The push service's host:port, the unit the delivery engine shares an owner's pushes by."""
+    parts = urlsplit(endpoint)
+    return f"{parts.hostname}:{parts.port or 443}"
 
 
 def rules() -> addresses.Rules:
@@ -291,6 +296,7 @@ class Pushed:
     error: str = ""
     retry_after: float | None = None
     refused: bool = False  # not sent: the endpoint leads where pushes may not go
+    timed_out: bool = False  # no answer in time: the engine pauses the push service
 
     @property
     def gone(self) -> bool:
@@ -319,14 +325,15 @@ def _sealed(row: PushSubscription, message: dict[str, Any]) -> tuple[bytes, dict
 
 async def push(row: PushSubscription, message: dict[str, Any], *, timeout: float) -> Pushed:
     """One push to one subscription; any failure is a Pushed that says why."""
-    limits = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
+    limits = httpx.Timeout(timeout, connect=min(settings.ASKUSER_CONNECT_TIMEOUT, timeout))
     try:
         body, headers = _sealed(row, message)
         answer = await egress.post(row.endpoint, body, headers, rules(), limits)
     except egress.Refused as refused:
         return Pushed(False, None, str(refused), refused=True)
     except httpx.HTTPError as failed:
-        return Pushed(False, None, f"the push service could not be reached: {type(failed).__name__}")
+        error = f"the push service could not be reached: {type(failed).__name__}"
+        return Pushed(False, None, error, timed_out=isinstance(failed, httpx.TimeoutException))
     except Exception as exc:  # a key that does not work, a library's surprise: this push fails, the others go on
         log.exception("A push to device %s failed.", row.pk)
         return Pushed(False, None, f"{type(exc).__name__}: {exc}")
@@ -358,7 +365,7 @@ def _pushed_or_raise(pushed: Pushed) -> None:
     if pushed.gone:
         raise Permanent(f"{pushed.error}: the device no longer takes notifications; it was removed")
     if pushed.temporary:
-        raise Temporary(pushed.error, retry_after=pushed.retry_after)
+        raise Temporary(pushed.error, retry_after=pushed.retry_after, timed_out=pushed.timed_out)
     raise Permanent(pushed.error)
 
 
@@ -430,14 +437,14 @@ class PushAdapter:
     def recipients(self, prompt: Prompt) -> list[Recipient]:
         # On every create: one indexed read, nothing more when the owner has no device.
         owned = PushSubscription.objects.filter(user_id=prompt.session.owner_id)
-        return [Recipient(str(pk)) for pk in owned.values_list("pk", flat=True)]
+        return [Recipient(str(pk), host=host_of(endpoint)) for pk, endpoint in owned.values_list("pk", "endpoint")]
 
-    async def send(self, chat_id: str, card: Card) -> Ref:
-        if not chat_id.isdigit():
-            raise Permanent(f"not a push subscription: {chat_id!r}")
-        if await _push_to(int(chat_id), message_of(card)) is None:
+    async def send(self, address: str, card: Card) -> Ref:
+        if not address.isdigit():
+            raise Permanent(f"not a push subscription: {address!r}")
+        if await _push_to(int(address), message_of(card)) is None:
             raise Permanent("the device was removed before the notification was sent")
-        return {"subscription": int(chat_id), "tag": tag(card.prompt_id)}
+        return {"subscription": int(address), "tag": tag(card.prompt_id)}
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         """The prompt resolved: the notification, wherever it still shows, closes."""

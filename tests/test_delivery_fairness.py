@@ -1,0 +1,293 @@
+"""The delivery engine shares its attempts out per owner first, then per host: one person's slow
+or silent receivers never hold up another person's deliveries; and a process killed mid-attempt
+loses nothing.
+
+A silent host is a listening socket that is never read: the kernel accepts each connection, and
+no answer ever comes (for https, not even the TLS handshake's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+from asgiref.sync import sync_to_async
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from django.utils import timezone
+
+from askuser_app.delivery import engine
+from askuser_app.delivery.chats import core
+from askuser_app.delivery.engine import Busy, Outcome, Tried
+from askuser_app.domain import contract, services
+from askuser_app.models import (
+    Delivery,
+    DeliveryAttempt,
+    DeliveryHost,
+    PushSubscription,
+    WebhookAttempt,
+    WebhookDelivery,
+)
+from askuser_app.runtime.asyncdb import database_call
+
+from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
+from .conftest import payload
+from .servers import DaphneServer
+
+DEADLINE = 2.0  # seconds another owner's delivery may take, however busy the engine is with the first's
+SETTLE = 20.0  # seconds for what the engine has in flight to be recorded
+BOT = "123456:TEST-token"
+
+
+class Silent:
+    """Hosts that accept TCP connections and never answer."""
+
+    def __init__(self, hosts: Iterable[str]) -> None:
+        self.sockets: list[socket.socket] = []
+        for host in hosts:
+            listening = socket.socket()
+            listening.bind((host, 0))
+            listening.listen(128)
+            self.sockets.append(listening)
+
+    def urls(self, scheme: str, path: str) -> list[str]:
+        return [f"{scheme}://{host}:{port}{path}" for host, port in (s.getsockname() for s in self.sockets)]
+
+    def close(self) -> None:
+        """Every connection they hold is reset: what is in flight to them ends at once."""
+        for listening in self.sockets:
+            listening.close()
+
+
+class Receiver:
+    """A webhook receiver that answers at once, or holds each request until released."""
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[dict[str, str], bytes]] = []
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.bodies.append((dict(self.headers), body))
+                receiver.arrived.set()
+                receiver.release.wait(SETTLE)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/hook"
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+async def found(find: Any, within: float = SETTLE) -> Any:
+    """Poll the database until ``find()`` returns something true."""
+    end = time.monotonic() + within
+    while not (result := await sync_to_async(find)()):
+        assert time.monotonic() < end, "condition not reached in time"
+        await asyncio.sleep(0.02)
+    return result
+
+
+def ask_and_cancel(agent: Any, url: str, session: str) -> None:
+    """A prompt with a callback, resolved at once: its result is due at ``url``."""
+    prompt = services.ask(agent, contract.parse_create(payload(session=session, callback_url=url))).prompt
+    services.cancel(prompt, agent=agent)
+
+
+def all_recorded(attempts: Any, rows: Any, count_field: str) -> Any:
+    """Every attempt claimed on ``rows`` so far has been recorded (none is in flight)."""
+    return lambda: attempts.count() >= sum(rows.values_list(count_field, flat=True))
+
+
+# --- one person's silent push devices, another person's Telegram message -----------------------
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def devices(user: Any, endpoints: list[str]) -> None:
+    """Push subscriptions as browsers make them: a P-256 key and an auth secret each."""
+    for endpoint in endpoints:
+        key = ec.generate_private_key(ec.SECP256R1()).public_key()
+        point = key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+        auth = b64url(secrets.token_bytes(16))
+        PushSubscription.objects.create(user=user, endpoint=endpoint, p256dh=b64url(point), auth=auth)
+
+
+def sent_message(call: Any) -> tuple[int, dict[str, Any]]:
+    chat = int(call.body["chat_id"])
+    message = {"message_id": 1, "date": 1_700_000_000, "chat": {"id": chat, "type": "private"}, "text": "…"}
+    return 200, {"ok": True, "result": message}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_one_users_silent_push_devices_do_not_delay_another_users_telegram_message(
+    settings,
+    fake_api,  # noqa: F811
+    agent,
+    owner,
+    other_user,
+):
+    settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the silent push service is on 127.0.0.1
+    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_API_URL = BOT, fake_api.url
+    fake_api.route("POST", f"/bot{BOT}/sendMessage", sent_message)
+    silent = Silent(["127.0.0.1"])
+    pushes = Delivery.objects.filter(channel="push")
+    try:
+        [endpoint] = silent.urls("https", "/push/")
+        await database_call(devices)(owner, [f"{endpoint}{n}" for n in range(24)])
+        other_agent, _token = await database_call(services.create_agent)("other", other_user)
+        await database_call(core.link_by_hand)(other_user, "telegram", "777", chat_id="777")
+        await database_call(services.ask)(agent, contract.parse_create(payload()))
+        engine.ensure_running()
+        await found(lambda: pushes.filter(attempts__gte=1).count() >= 2)  # the engine is busy with them
+
+        await database_call(services.ask)(other_agent, contract.parse_create(payload()))
+
+        await asyncio.to_thread(fake_api.wait_for, f"/bot{BOT}/sendMessage", timeout=DEADLINE)
+    finally:
+        await database_call(pushes.update)(state="failed")  # no more tries…
+        silent.close()  # …and those in flight end at once
+        attempts = DeliveryAttempt.objects.filter(delivery__channel="push")
+        await found(all_recorded(attempts, pushes, "attempts"))
+
+
+# --- one owner's 64 slow webhook hosts, another owner's webhook ---------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_64_slow_webhook_hosts_of_one_owner_do_not_delay_another_owners_webhook(settings, agent, other_user):
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True  # the hosts are loopback addresses
+    silent, fast = Silent(f"127.0.0.{n}" for n in range(2, 66)), Receiver()
+    slow = WebhookDelivery.objects.filter(owner=other_user)
+    try:
+        slow_agent, _token = await database_call(services.create_agent)("slow", other_user)
+        for n, url in enumerate(silent.urls("http", "/hook")):
+            await database_call(ask_and_cancel)(slow_agent, url, f"slow-{n}")
+        engine.ensure_running()
+        await found(lambda: slow.filter(attempt_count__gte=1).count() >= 8)  # the engine is busy with them
+
+        await database_call(ask_and_cancel)(agent, fast.url, "fast")
+
+        assert await asyncio.to_thread(fast.arrived.wait, DEADLINE), "the other owner's webhook waited"
+        delivered = await found(
+            lambda: WebhookDelivery.objects.filter(owner_id=agent.owner_id, status="delivered").first()
+        )
+        assert json.loads(fast.bodies[0][1])["id"] == str(delivered.prompt_id)
+    finally:
+        await database_call(slow.update)(status="failed")  # no more attempts…
+        silent.close()  # …and those in flight end at once
+        fast.close()
+        await found(all_recorded(WebhookAttempt.objects.filter(delivery__in=slow), slow, "attempt_count"))
+
+
+# --- the rules, one claim at a time ------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_owner_alone_leaves_a_share_of_the_slots_free_and_another_owner_takes_one(settings, agent, other_user):
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True
+    busy_agent, _token = services.create_agent("busy", other_user)
+    for n in range(30):
+        ask_and_cancel(busy_agent, f"http://10.0.0.{n + 1}/hook", f"busy-{n}")
+
+    theirs = engine.claim_due(8)
+    ask_and_cancel(agent, "http://10.0.1.1/hook", "mine")
+    then = engine.claim_due(8, Busy.of(theirs))
+
+    assert len(theirs) == 4  # half the slots: the other half is one share kept free
+    assert [claim.owner_id for claim in then] == [agent.owner_id]  # the newcomer's, not more of theirs
+
+
+@pytest.mark.django_db
+def test_within_an_owner_each_host_takes_at_most_two_attempts_in_turn(settings, agent, owner):
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True
+    for n in range(5):
+        ask_and_cancel(agent, f"http://10.0.0.1/hook/{n}", f"one-{n}")
+    ask_and_cancel(agent, "http://10.0.0.2/hook", "two")
+
+    claimed = engine.claim_due()
+
+    assert sorted(claim.host for claim in claimed) == ["10.0.0.1:80", "10.0.0.1:80", "10.0.0.2:80"]
+
+
+@pytest.mark.django_db
+def test_a_push_service_that_keeps_timing_out_pauses_and_its_first_answer_ends_the_pause(settings, agent, owner):
+    settings.ASKUSER_PUSH_ALLOW_PRIVATE = True
+    devices(owner, [f"https://slow.example/p/{n}" for n in range(3)] + ["https://fast.example/p/1"])
+    services.ask(agent, contract.parse_create(payload()))
+    claimed = engine.claim_due()
+    slow = [claim for claim in claimed if claim.host == "slow.example:443"]
+    assert len(slow) == 2 and len(claimed) == 3  # the slow service's third device waits its turn
+
+    engine.record(slow[0], Tried(Outcome(False, "ReadTimeout", timed_out=True), timezone.now(), 29_000))
+    pause = DeliveryHost.objects.get(host="slow.example:443")
+    assert engine.claim_due() == []  # its third device, due now, waits out the pause too
+    waiting = Delivery.objects.get(host="slow.example:443", attempts=0)
+    assert pause.timeouts == 1 and waiting.next_attempt_at == pause.paused_until
+
+    engine.record(slow[1], Tried(Outcome(True, answered=True, ref={"subscription": 1}), timezone.now(), 80))
+    assert DeliveryHost.objects.filter(host="slow.example:443", timeouts=0, paused_until=None).exists()
+
+
+# --- a process killed mid-attempt ----------------------------------------------------------------
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+async def test_a_webhook_cut_off_by_a_crash_is_sent_again_after_the_restart_and_recorded_once(server_env, owner, token):
+    receiver = Receiver()
+    receiver.release.clear()  # the first attempt is held in flight…
+    env = {**server_env, "ASKUSER_WEBHOOK_ALLOW_PRIVATE": "1"}
+    env |= {"ASKUSER_WEBHOOK_TIMEOUT": "1", "ASKUSER_CONNECT_TIMEOUT": "1", "ASKUSER_WEBHOOK_RETRY_BASE": "0.2"}
+    first = DaphneServer(env).start()
+    try:
+        created = httpx.post(
+            f"{first.url}/api/v1/prompts",
+            json=payload(callback_url=receiver.url),
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        prompt_id = created.json()["id"]
+        httpx.post(f"{first.url}/api/v1/prompts/{prompt_id}/cancel", headers={"Authorization": f"Bearer {token}"})
+        assert await asyncio.to_thread(receiver.arrived.wait, SETTLE)
+        first.kill()  # …when its server dies
+        receiver.release.set()
+        second = DaphneServer(env, port=first.port).start()  # its first request starts its engine
+        try:
+            delivery = await found(
+                lambda: WebhookDelivery.objects.filter(prompt_id=prompt_id, status="delivered").first()
+            )
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+        receiver.close()
+
+    attempts = await database_call(lambda: list(delivery.attempts.values_list("number", "status_code")))()
+    assert attempts == [(2, 204)]  # the dead process recorded nothing; the new one its one success
+    assert [headers["Askuser-Attempt"] for headers, _body in receiver.bodies] == ["1", "2"]
+    assert len({body for _headers, body in receiver.bodies}) == 1  # the same result, once more
