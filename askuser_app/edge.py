@@ -8,7 +8,7 @@ status, JSON body and headers; the ninja handlers (``api``), the long-polls
 refusal reads the same on every route.
 
 ``FrontDoor`` wraps the HTTP router: it checks the host as Django does, bounds
-the body, and starts the process's background loops.
+the body, and starts the process's background loops (``start_loops``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 
 from . import agentauth, contract, expiry, services, webhooks
 from .chat import outbox as chat_outbox
+from .chat import polling as chat_polling
 from .realtime import hub
 
 Scope = dict[str, Any]
@@ -130,14 +131,21 @@ class FrontDoor:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Daphne does not speak lifespan: the first request starts the loops.
-        expiry.ensure_running()
-        webhooks.ensure_running()
-        chat_outbox.ensure_running()
+        start_loops()
         if not host_allowed(scope):
             return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."))
         bounded = await bounded_body(scope, receive, send)
         if bounded is not None:
             await self.app(scope, bounded, send)
+
+
+def start_loops() -> None:
+    """This process's background loops: deadlines, webhooks, chat messages, and the chat
+    apps' events fetched without a public URL (in the embedded mode)."""
+    expiry.ensure_running()
+    webhooks.ensure_running()
+    chat_outbox.ensure_running()
+    chat_polling.ensure_running()
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -245,9 +253,7 @@ async def lifespan(scope: Scope, receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            expiry.ensure_running()
-            webhooks.ensure_running()
-            chat_outbox.ensure_running()
+            start_loops()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
