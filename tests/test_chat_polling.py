@@ -31,7 +31,7 @@ from .chatfake import (  # noqa: F401  (the fixtures)
     telegram_without_url,
 )
 from .conftest import EXTRAS, QUESTION, SCALED, SCALED_REASON, payload
-from .servers import ROOT, DaphneServer
+from .servers import ROOT, DaphneServer, free_port
 
 CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
 ALICE, DM = "U0ALICE", "D0ALICE"  # alice on Slack, and her direct message with the app
@@ -289,6 +289,18 @@ async def test_an_app_with_a_public_url_is_not_fetched(settings, embedded_layer,
         await polling.fetch(core.installed()[name])
 
     assert fake_api.calls == []
+
+
+async def test_a_slack_out_of_reach_is_said_in_a_sentence_and_tried_again_later(settings, embedded_layer, caplog):
+    settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET = "xoxb-test", SLACK_SIGNING_SECRET
+    settings.SLACK_APP_TOKEN, settings.SLACK_API_URL = "xapp-test", f"http://127.0.0.1:{free_port()}/api/"
+
+    await polling.fetch(core.installed()["slack"])  # returns: its loop tries again after RECHECK
+
+    [said] = [r for r in caplog.records if "Socket Mode" in r.getMessage()]
+    assert said.levelname == "WARNING" and said.exc_info is None
+    assert said.getMessage().startswith("Slack could not be reached for a Socket Mode connection: ")
+    assert said.getMessage().endswith(f"; trying again in {polling.RECHECK:.0f} s.")
 
 
 # --- the scaled mode: one chat_poll process ---------------------------------------------------

@@ -610,6 +610,8 @@ class SlackAdapter:
             except SlackApiError as refused:  # apps.connections.open: a wrong token, Socket Mode off
                 error = refused.response.get("error") or refused.response.status_code
                 raise RuntimeError(f"Slack did not open a Socket Mode connection: {error}.") from refused
+            except (SlackClientError, OSError, http.client.HTTPException) as failed:  # offline, a bad SLACK_API_URL
+                raise RuntimeError(f"Slack could not be reached for a Socket Mode connection: {failed}.") from failed
             await asyncio.Event().wait()  # the SDK's threads do the work; a lost socket reconnects by itself
         finally:
             # Stopped while connecting: the connection is closed once it is made, not left open
