@@ -4,15 +4,11 @@ and Slack's signed requests (events, taps, modals, commands) refused or read."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import hashlib
 import hmac
 import itertools
 import json
-import re
-import socket
-import struct
 import threading
 import time
 import urllib.parse
@@ -32,7 +28,7 @@ from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
 
-from .chatfake import Call, FakeAPI, fake_api  # noqa: F401  (the fixture)
+from .chatfake import Call, FakeAPI, FakeSocketMode, fake_api  # noqa: F401  (the fixture)
 from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
 from .test_client import until_async
 
@@ -405,88 +401,6 @@ def test_a_tap_on_the_link_button_does_nothing(slack_settings, fake_api: FakeAPI
 
 
 # --- Socket Mode ---------------------------------------------------------------------
-
-
-class FakeSocketMode:
-    """Slack's Socket Mode end on 127.0.0.1: a WebSocket that pushes envelopes and records the acknowledgements."""
-
-    def __init__(self) -> None:
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.url = f"ws://127.0.0.1:{self.server.getsockname()[1]}/link/?ticket=t1"
-        self.acks: list[dict[str, Any]] = []
-        self.changed = threading.Condition()
-        self.peer: socket.socket | None = None
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        with contextlib.suppress(OSError):
-            peer, _address = self.server.accept()
-            request = b""
-            while b"\r\n\r\n" not in request:
-                request += peer.recv(1024)
-            key = re.search(rb"Sec-WebSocket-Key: *(\S+)", request, re.I)[1]  # type: ignore[index]
-            accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
-            peer.sendall(
-                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
-            )
-            with self.changed:
-                self.peer = peer
-                self.changed.notify_all()
-            while True:
-                opcode, data = self._frame(peer)
-                if opcode == 0x9:  # ping
-                    self._send(0xA, data)
-                elif opcode == 0x1:
-                    with self.changed:
-                        self.acks.append(json.loads(data))
-                        self.changed.notify_all()
-                elif opcode == 0x8:
-                    return
-
-    @staticmethod
-    def _frame(peer: socket.socket) -> tuple[int, bytes]:
-        def exactly(count: int) -> bytes:
-            data = b""
-            while len(data) < count:
-                chunk = peer.recv(count - len(data))
-                if not chunk:
-                    raise OSError("closed")
-                data += chunk
-            return data
-
-        first, second = exactly(2)
-        length = second & 0x7F
-        if length == 126:
-            length = struct.unpack("!H", exactly(2))[0]
-        elif length == 127:
-            length = struct.unpack("!Q", exactly(8))[0]
-        mask = exactly(4) if second & 0x80 else b"\0\0\0\0"
-        return first & 0x0F, bytes(b ^ mask[i % 4] for i, b in enumerate(exactly(length)))
-
-    def _send(self, opcode: int, data: bytes) -> None:
-        assert self.peer is not None
-        size = len(data)
-        head = bytes([0x80 | opcode, size]) if size < 126 else bytes([0x80 | opcode, 126]) + struct.pack("!H", size)
-        self.peer.sendall(head + data)
-
-    def push(self, envelope: dict[str, Any]) -> None:
-        with self.changed:
-            assert self.changed.wait_for(lambda: self.peer is not None, timeout=10), "the client never connected"
-        self._send(0x1, json.dumps(envelope).encode())
-
-    def ack(self, envelope_id: str, timeout: float = 10) -> dict[str, Any]:
-        def found() -> dict[str, Any] | None:
-            return next((a for a in self.acks if a.get("envelope_id") == envelope_id), None)
-
-        with self.changed:
-            assert self.changed.wait_for(lambda: found() is not None, timeout=timeout), f"no ack of {envelope_id}"
-            return found()  # type: ignore[return-value]
-
-    def close(self) -> None:
-        self.server.close()
-        if self.peer is not None:
-            self.peer.close()
 
 
 @pytest.fixture
@@ -1065,7 +979,7 @@ def test_socket_mode_runs_the_same_handlers_without_a_public_url(slack_app, link
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Production"]}}
 
 
-def test_chat_poll_says_what_socket_mode_lacks(slack_settings, fake_api: FakeAPI):  # noqa: F811
+def test_chat_poll_says_what_socket_mode_lacks(slack_settings, scaled_layer, fake_api: FakeAPI):  # noqa: F811
     slack_settings.SLACK_APP_TOKEN = ""
     with pytest.raises(CommandError, match="SLACK_APP_TOKEN is not set"):
         call_command("chat_poll", "slack", stdout=StringIO())

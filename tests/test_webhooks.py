@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from askuser_app.agents.client import AskUserClient, sign, verify_signature
-from askuser_app.delivery import egress, engine, webhooks
+from askuser_app.delivery import egress, engine
 from askuser_app.domain import addresses, contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 from askuser_app.runtime.asyncdb import database_call

@@ -19,8 +19,11 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
+from channels import layers as channels_layers
 from channels.layers import get_channel_layer
 from django.db import transaction
+
+from askuser_app.runtime.layers import InMemoryChannelLayer
 
 if TYPE_CHECKING:
     from askuser_app.models import Message, Prompt
@@ -45,6 +48,15 @@ def user_group(user_id: int) -> str:
 
 
 # --- announcements (sent by services, after commit) -----------------------------
+
+
+def heard_by_every_process() -> bool:
+    """Whether an announcement made in this process reaches the others too (the
+    scaled mode's Redis layer). The embedded mode's layer lives in one process's
+    memory: what another process changes and announces, no wait parked on the
+    server and no page open on it hears of."""
+    in_memory = (InMemoryChannelLayer, channels_layers.InMemoryChannelLayer)
+    return not isinstance(get_channel_layer(), in_memory)
 
 
 def new_event_id() -> str:

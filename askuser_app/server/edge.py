@@ -8,7 +8,7 @@ status, JSON body and headers; the ninja handlers (``api``), the long-polls
 refusal reads the same on every route.
 
 ``FrontDoor`` wraps the HTTP router: it checks the host as Django does, bounds
-the body, and starts the process's background loops.
+the body, and starts the process's background loops (``start_loops``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from django.http.request import split_domain_port, validate_host
 
 from askuser_app.agents.refusals import Rejected, refuse
 from askuser_app.delivery import engine
+from askuser_app.delivery.chats import polling
 from askuser_app.domain import contract
 from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime import proxies
@@ -45,13 +46,20 @@ class FrontDoor:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Daphne does not speak lifespan: the first request starts the loops.
-        expiry.ensure_running()
-        engine.ensure_running()
+        start_loops()
         if not host_allowed(scope):
             return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."), scope)
         bounded = await bounded_body(scope, receive, send)
         if bounded is not None:
             await self.app(scope, bounded, send)
+
+
+def start_loops() -> None:
+    """This process's background loops: deadlines, the delivery engine, and the chat apps'
+    events fetched without a public URL (in the embedded mode)."""
+    expiry.ensure_running()
+    engine.ensure_running()
+    polling.ensure_running()
 
 
 def host_allowed(scope: Scope) -> bool:
@@ -157,8 +165,7 @@ async def lifespan(scope: Scope, receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            expiry.ensure_running()
-            engine.ensure_running()
+            start_loops()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})

@@ -229,9 +229,18 @@ class Noticing(Protocol):
         ...
 
 
-class Polling(Protocol):
-    """An adapter that can also run without a public URL: ``manage.py chat_poll <name>`` calls ``poll``."""
+@runtime_checkable
+class Polling(Adapter, Protocol):
+    """An adapter that can also run without a public URL, fetching its inbound events itself:
+    the server's own loop calls ``poll`` in the embedded mode (``delivery.chats.polling``),
+    ``manage.py chat_poll <name>`` in the scaled mode."""
+
+    def polls(self) -> bool:
+        """Its settings say it fetches its events rather than being posted them
+        (Telegram without a webhook secret, Slack with an app-level token)."""
+        ...
 
     async def poll(self) -> None:
-        """Fetch inbound events (Telegram getUpdates, Slack Socket Mode) until cancelled."""
+        """Fetch inbound events (Telegram getUpdates, Slack Socket Mode) until cancelled;
+        RuntimeError, with a sentence saying why, when the platform refuses."""
         ...

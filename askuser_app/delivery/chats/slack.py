@@ -10,8 +10,10 @@ Inbound arrives two ways that share one set of handlers:
 - over HTTP (``POST /chat/slack/events``, ``/interactivity``, ``/commands``),
   each request checked with ``slack_sdk``'s ``SignatureVerifier`` (v0 HMAC,
   five minutes) before a byte of it is parsed;
-- over Socket Mode (``manage.py chat_poll slack`` with ``SLACK_APP_TOKEN``),
-  where the app-level token authenticates the socket and nothing is signed.
+- over Socket Mode (with ``SLACK_APP_TOKEN``), where the app-level token
+  authenticates the socket and nothing is signed: held by the server process
+  itself in the embedded mode (``chat.polling``), by ``manage.py chat_poll
+  slack`` in the scaled mode.
 
 Slack wants every request answered within 3 seconds. The core's calls take
 tens of milliseconds, so they run before the answer; the one Slack call a
@@ -57,6 +59,7 @@ from askuser_app.delivery.chats.base import Card, Closed, Permanent, Ref, Reply,
 from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import Delivery
+from askuser_app.runtime import realtime
 
 log = logging.getLogger("askuser")
 
@@ -519,6 +522,17 @@ def dispatch(kind: str, payload: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _announcing_on(loop: asyncio.AbstractEventLoop) -> Callable[[BaseSocketModeClient, SocketModeRequest], None]:
+    """``on_socket_request`` for the SDK's threads, whose announcements go out on ``loop``: the
+    loop the server's waits and pages listen on (the embedded layer is this loop's alone)."""
+
+    def listener(client: BaseSocketModeClient, request: SocketModeRequest) -> None:
+        with realtime.sending_on(loop):
+            on_socket_request(client, request)
+
+    return listener
+
+
 # --- the adapter ----------------------------------------------------------------------
 
 
@@ -528,6 +542,9 @@ class SlackAdapter:
 
     def configured(self) -> bool:
         return bool(_setting("SLACK_BOT_TOKEN") and _setting("SLACK_SIGNING_SECRET"))
+
+    def polls(self) -> bool:
+        return bool(_setting("SLACK_APP_TOKEN"))
 
     async def send(self, address: str, card: Card) -> Ref:
         return await engine.blocking(self._send, address, card)
@@ -585,15 +602,21 @@ class SlackAdapter:
         if not token:
             raise RuntimeError("SLACK_APP_TOKEN is not set: Socket Mode needs an app-level token (xapp-…).")
         socket = SocketModeClient(app_token=token, web_client=web_client())
-        socket.socket_mode_request_listeners.append(on_socket_request)
+        socket.socket_mode_request_listeners.append(_announcing_on(asyncio.get_running_loop()))
+        connecting = asyncio.ensure_future(asyncio.to_thread(socket.connect))
         try:
             try:
-                await asyncio.to_thread(socket.connect)
+                await asyncio.shield(connecting)
             except SlackApiError as refused:  # apps.connections.open: a wrong token, Socket Mode off
                 error = refused.response.get("error") or refused.response.status_code
                 raise RuntimeError(f"Slack did not open a Socket Mode connection: {error}.") from refused
+            except (SlackClientError, OSError, http.client.HTTPException) as failed:  # offline, a bad SLACK_API_URL
+                raise RuntimeError(f"Slack could not be reached for a Socket Mode connection: {failed}.") from failed
             await asyncio.Event().wait()  # the SDK's threads do the work; a lost socket reconnects by itself
         finally:
+            # Stopped while connecting: the connection is closed once it is made, not left open
+            # behind a client already closed (its thread cannot be interrupted; it takes seconds at most).
+            await asyncio.wait([connecting])
             await asyncio.to_thread(socket.close)
 
 

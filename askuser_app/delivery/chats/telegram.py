@@ -4,9 +4,11 @@ Outbound: one plain-text message per prompt (no parse mode, so nothing the
 agent wrote is read as markup), an inline keyboard whose ``callback_data`` is
 the ``base.Action`` of each button, and on resolution ``editMessageText``
 with the keyboard removed. Inbound: ``POST /chat/telegram/webhook``, checked
-against ``X-Telegram-Bot-Api-Secret-Token`` before its body is read, or
-``manage.py chat_poll telegram`` long-polling ``getUpdates`` where the server
-has no public URL. Both hand each update to ``handle``.
+against ``X-Telegram-Bot-Api-Secret-Token`` before its body is read, or, where
+the server has no public URL (no ``TELEGRAM_WEBHOOK_SECRET``), ``poll``
+long-polling ``getUpdates``: in the server process itself in the embedded mode
+(``chat.polling``), in ``manage.py chat_poll telegram`` in the scaled mode.
+Both hand each update to ``handle``.
 """
 
 from __future__ import annotations
@@ -108,6 +110,10 @@ class TelegramAdapter:
 
     def configured(self) -> bool:
         return bool(settings.TELEGRAM_BOT_TOKEN)
+
+    def polls(self) -> bool:
+        # Without the secret the webhook refuses everything: updates can only be fetched.
+        return not settings.TELEGRAM_WEBHOOK_SECRET
 
     @contextlib.asynccontextmanager
     async def bot(self, *, polling: bool = False) -> AsyncIterator[telegram.Bot]:
@@ -249,7 +255,7 @@ class TelegramAdapter:
         return core.reply(sender, text)
 
     async def poll(self) -> None:
-        """Long-poll getUpdates until cancelled (``manage.py chat_poll telegram``)."""
+        """Long-poll getUpdates until cancelled (``chat.polling``, ``manage.py chat_poll telegram``)."""
         offset: int | None = None
         pause = 1.0
         async with self.bot(polling=True) as bot:
@@ -260,9 +266,16 @@ class TelegramAdapter:
                     )
                 except tg_error.Conflict as conflict:
                     raise RuntimeError(
-                        f"Telegram refuses getUpdates while a webhook is set ({conflict}); "
-                        "remove it with deleteWebhook, or serve POST /chat/telegram/webhook instead."
+                        f"Telegram refuses getUpdates ({conflict}): a webhook is set (deleteWebhook removes it, "
+                        "or set TELEGRAM_WEBHOOK_SECRET and serve POST /chat/telegram/webhook), or another "
+                        "process polls this bot (one getUpdates at a time)."
                     ) from conflict
+                except tg_error.InvalidToken as refused:
+                    refusal = f"Telegram refuses the bot token ({refused}); check TELEGRAM_BOT_TOKEN."
+                    raise RuntimeError(refusal) from refused
+                except tg_error.RetryAfter as slow:
+                    await asyncio.sleep(_seconds(slow.retry_after))
+                    continue
                 except tg_error.NetworkError as failed:
                     log.warning("Telegram getUpdates failed (%s); trying again in %.0f s.", failed, pause)
                     await asyncio.sleep(pause)

@@ -242,7 +242,10 @@ DEMO_HISTORY: list[tuple[int, str, list[dict[str, Any]], str, int, dict[str, Any
 def seed_history(user: User, agent: Agent) -> int:
     """Ask and resolve a few prompts through the services, then move them into the
     last days. Only for a demo user without any history; the timestamp rewrite
-    below is for this demo data and nothing else."""
+    below is for this demo data and nothing else. Run outside the server (before
+    it starts, in ``make run``), its announcements reach no server process in the
+    embedded mode; none is missed: each prompt resolves in the call that made it,
+    so no agent waits on it and no page showed it pending."""
     if Prompt.objects.filter(session__owner=user).exists():
         return 0
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)

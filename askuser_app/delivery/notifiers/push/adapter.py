@@ -370,7 +370,7 @@ def _pushed_or_raise(pushed: Pushed) -> None:
 
 
 def _time_for_one_push() -> float:
-    # A little under the outbox's own limit, so that the push gives up first and says why.
+    # A little under the engine's own limit, so that the push gives up first and says why.
     seconds: float = settings.ASKUSER_CHAT_TIMEOUT
     return max(1.0, seconds - 1.0)
 
