@@ -8,10 +8,11 @@ import json
 
 import pytest
 
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.telegram import SECRET_HEADER
-from askuser_app.domain import hooks, services
-from askuser_app.models import Message, Prompt
+from askuser_app.domain import hooks, prefs, services
+from askuser_app.models import Delivery, Message, Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 
@@ -264,3 +265,56 @@ async def test_a_telegram_button_decides_the_permission(telegram, owner, token):
             "decision": {"behavior": "deny", "message": "Denied by alice on Telegram"},
         }
     }
+
+
+# --- news on the person's channels ---------------------------------------------------------------
+
+STOPPED = {**BASE, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "All tests pass."}
+WAITING = {**BASE, "hook_event_name": "Notification", "notification_type": "idle_prompt", "message": "Claude is idle"}
+
+
+@pytest.fixture
+def linked_telegram(telegram, owner):
+    sent = {"message_id": 7, "date": 1_700_000_000, "chat": {"id": CHAT, "type": "private"}, "text": "…"}
+    telegram.route("POST", f"/bot{TELEGRAM_TOKEN}/sendMessage", lambda call: (200, {"ok": True, "result": sent}))
+    core.link_by_hand(owner, "telegram", str(CHAT), chat_id=str(CHAT), handle="@alice")
+    return telegram
+
+
+@database_call
+def tell_finished(user, on: bool) -> None:
+    prefs.choose_tell_finished(user, on)
+
+
+@database_call
+def news_rows() -> list[Delivery]:
+    return list(Delivery.objects.filter(prompt=None))
+
+
+async def test_a_finished_agent_is_told_on_telegram_when_the_person_chose_it(linked_telegram, owner, token):
+    await tell_finished(owner, True)
+    assert (await asyncio.wait_for(post_hook(token, STOPPED), DEADLINE)).json() == {}
+    engine.ensure_running()
+
+    path = f"/bot{TELEGRAM_TOKEN}/sendMessage"
+    [told] = await asyncio.to_thread(linked_telegram.wait_for, path)
+    assert str(told.body["chat_id"]) == str(CHAT)
+    assert told.body["text"].startswith("Claude Code · app\nClaude Code finished: All tests pass.\n\nhttps://")
+    assert "parse_mode" not in told.body  # the agent's words as plain text
+
+
+async def test_a_finished_agent_is_not_told_by_default(linked_telegram, owner, token):
+    assert (await asyncio.wait_for(post_hook(token, STOPPED), DEADLINE)).json() == {}
+    await tell_finished(owner, False)
+    assert (await asyncio.wait_for(post_hook(token, STOPPED), DEADLINE)).json() == {}
+
+    assert await news_rows() == []  # nothing for the engine to send
+    assert await database_call(Message.objects.count)() == 2  # the timeline still has both lines
+
+
+async def test_an_agent_waiting_for_input_is_told_on_telegram_by_default(linked_telegram, owner, token):
+    assert (await asyncio.wait_for(post_hook(token, WAITING), DEADLINE)).json() == {}
+    engine.ensure_running()
+
+    [told] = await asyncio.to_thread(linked_telegram.wait_for, f"/bot{TELEGRAM_TOKEN}/sendMessage")
+    assert "Claude Code is waiting for your input" in told.body["text"]

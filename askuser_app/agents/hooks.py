@@ -9,8 +9,9 @@ the agent gets back is ``domain.hooks``'s; the state changes are ``services``'.
 - ``PermissionRequest`` and ``PreToolUse`` ask a prompt and wait for it; a
   prompt nobody answered in time, or whose agent hung up, is handed back
   (``services.hand_back``: "Asked at the terminal instead").
-- ``Notification`` and ``Stop`` write a line in the session's timeline and
-  return ``{}`` at once; any other event returns ``{}``.
+- ``Notification`` and ``Stop`` write a line in the session's timeline, tell
+  the person on their channels (a ``Stop`` only if they chose so in Settings),
+  and return ``{}`` at once; any other event returns ``{}``.
 - A session that already has a pending prompt answers ``{}`` at once: the
   agent's own dialog takes over, where a 409 would read as the hook failing.
 """
@@ -71,7 +72,8 @@ def _take(authorization: str | None, body: bytes, wait: float) -> tuple[Agent, A
         return agent, event, _ask(agent, event, wait)
     said = hooks.line(event) if name else None
     if said is not None:
-        services.post_agent_note(agent, hooks.session_key(event), said, title=hooks.title(event))
+        tell = hooks.tells(event)
+        services.post_agent_note(agent, hooks.session_key(event), said, title=hooks.title(event), tell=tell)
     return agent, event, None
 
 

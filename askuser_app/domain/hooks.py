@@ -28,7 +28,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from askuser_app.domain import contract, wording
 
@@ -237,6 +237,13 @@ def line(event: Event) -> str | None:
         cut = last[:LAST_MESSAGE] + ("…" if len(last) > LAST_MESSAGE else "")
         return _fit(f"{FINISHED.format(agent=AGENT)}: {cut}")
     return None
+
+
+def tells(event: Event) -> Literal["", "waiting", "finished"]:
+    """Whether the line is news for the person's channels too: a ``Notification`` is (it waits
+    for them), a ``Stop`` is if they chose to hear of it (``finished``), anything else is not."""
+    name = event_name(event)
+    return "waiting" if name == NOTIFICATION else "finished" if name == STOP else ""
 
 
 def _fit(text: str) -> str:

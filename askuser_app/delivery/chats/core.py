@@ -105,6 +105,11 @@ def prompt_url(prompt_id: uuid.UUID | str) -> str:
     return settings.ASKUSER_PUBLIC_URL + reverse("prompt", args=[prompt_id])
 
 
+def session_url(key: str) -> str:
+    """A session's page in the Control UI, absolute."""
+    return settings.ASKUSER_PUBLIC_URL + reverse("session", args=[key])
+
+
 def _questions(prompt: Prompt) -> tuple[textreply.TextQuestion, ...]:
     return tuple(textreply.TextQuestion.of(q) for q in prompt.questions.prefetch_related("options"))
 

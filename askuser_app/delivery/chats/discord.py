@@ -45,6 +45,7 @@ from askuser_app.delivery.chats.base import (
     Button,
     Card,
     Closed,
+    News,
     Permanent,
     Ref,
     Reply,
@@ -293,6 +294,19 @@ class DiscordAdapter:
             channel = await self._channel(address)  # the remembered channel is gone: ask Discord again
             sent = await _call("POST", f"channels/{channel}/messages", message(card))
         return {"channel_id": channel, "message_id": _id(sent, "message")}
+
+    async def tell(self, address: str, news: News) -> None:
+        """``address`` is the person's user id; the news goes to their DM channel, mentioning no one."""
+        text = f"**{escape(news.title)}**\n{escape(news.text)}"
+        text = text[: MAX_CONTENT - len(news.url) - 4] + f"\n<{news.url}>"
+        body = {"content": text, "allowed_mentions": NO_MENTIONS}
+        channel = await self._channel(address)
+        try:
+            await _call("POST", f"channels/{channel}/messages", body)
+        except Unknown:
+            if self.channels.pop(address, None) is None:
+                raise
+            await _call("POST", f"channels/{await self._channel(address)}/messages", body)
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         channel, sent = ref.get("channel_id"), ref.get("message_id")

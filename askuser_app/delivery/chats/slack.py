@@ -55,7 +55,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 
 from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import Card, Closed, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.delivery.chats.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
 from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import Delivery
@@ -569,6 +569,23 @@ class SlackAdapter:
         if not isinstance(channel, dict) or not isinstance(channel.get("id"), str):
             raise Permanent("Slack opened no direct message channel.")
         return str(channel["id"])
+
+    async def tell(self, address: str, news: News) -> None:
+        await engine.blocking(self._tell, address, news)
+
+    def _tell(self, address: str, news: News) -> None:
+        client = web_client()
+        link = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{news.url}|askuser>"}]}
+        blocks = [*_heading(news.title, news.text), link]
+        with _mapped_errors():
+            channel = address if address.startswith("D") else self._dm_with(client, address)
+            client.chat_postMessage(
+                channel=channel,
+                text=_summary(news.title, news.text),
+                blocks=blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         await engine.blocking(self._edit, ref, closed)
