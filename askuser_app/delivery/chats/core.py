@@ -118,6 +118,18 @@ def _by_buttons(questions: tuple[textreply.TextQuestion, ...]) -> bool:
     return len(questions) == 1 and not questions[0].multi_select
 
 
+def split_detail(card: Card) -> tuple[str, str, str] | None:
+    """A one-tap card's text as (question, detail, options), for a chat that shows the detail as a
+    code block of its own; None when it has no detail."""
+    if not card.by_buttons or not card.questions or not card.questions[0].detail:
+        return None
+    question = card.questions[0]
+    head = f"{question.text}\n\n{question.detail}\n\n"
+    if not card.text.startswith(head):
+        return None
+    return question.text, question.detail, card.text.removeprefix(head)
+
+
 def _asked(questions: tuple[textreply.TextQuestion, ...]) -> tuple[str, str]:
     """The header and what was asked, without how to reply."""
     if _by_buttons(questions):
