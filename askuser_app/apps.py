@@ -40,6 +40,7 @@ class AskuserAppConfig(AppConfig):
             ),
             (signals.prompt_extended, [realtime.on_prompt_extended]),
             (signals.message_created, [realtime.on_message_created]),
+            (signals.agent_news, [messages.on_agent_news]),
         ):
             for receiver in receivers:
                 signal.connect(receiver, dispatch_uid=f"askuser-{receiver.__module__}.{receiver.__name__}")

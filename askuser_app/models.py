@@ -422,7 +422,8 @@ class Delivery(models.Model):
     dropped (or, when the send was already under way, edited once it lands).
     The edit is only ever tried from a row whose send succeeded. A row with a
     ``notice`` is a one-off text instead of the prompt's card (Discord's
-    follow-up to a tap): to_send → closed."""
+    follow-up to a tap), or, without a prompt, a coding agent's news to the
+    person ("Claude Code finished"): to_send → closed."""
 
     class State(models.TextChoices):
         TO_SEND = "to_send"
@@ -432,7 +433,8 @@ class Delivery(models.Model):
         FAILED = "failed"
         DROPPED = "dropped"
 
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="deliveries")
+    # None for an agent's news (a ``notice`` about a session, not a prompt).
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, null=True, blank=True, related_name="deliveries")
     # Whose it is: the engine shares its attempts out per owner first.
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", editable=False)
     channel = models.CharField(max_length=16)
@@ -481,6 +483,7 @@ class DeliveryAttempt(models.Model):
         SEND = "send"
         EDIT = "edit"
         NOTICE = "notice"
+        TELL = "tell"
 
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
     action = models.CharField(max_length=6, choices=Action.choices)
@@ -520,6 +523,8 @@ class Preferences(models.Model):
     language = models.CharField(max_length=8, blank=True)
     # Seconds a prompt waits unanswered before it is emailed; 0 is never, null the default.
     email_after = models.PositiveIntegerField(null=True, blank=True)
+    # Told on their channels when a coding agent's hook says it finished (Stop); off by default.
+    tell_finished = models.BooleanField(default=False)
 
     class Meta:
         verbose_name_plural = "preferences"

@@ -171,6 +171,7 @@ HTTP_RULES = [
     ),
     # When to be emailed: the person's own choice (tests/test_email.py); back to the page, or to the login.
     ("settings/email/", "POST", "/settings/email/", {"form": {"email_after": "0"}}, expect(302)),
+    ("settings/agents/", "POST", "/settings/agents/", {"form": {"tell_finished": "on"}}, expect(302)),
     # A mail's link is its own credential, for every role alike: a forged one is refused, a GET never answers.
     ("chat/email/<str:token>/", "GET", "/chat/email/forged/", {}, expect(400)),
     ("chat/email/<str:token>/", "POST", "/chat/email/forged/", {"form": {"action": "answer"}}, expect(400)),

@@ -872,3 +872,31 @@ def test_the_chat_apps_page_gives_a_code_and_the_discord_step(api, client, owner
 
     code = LinkCode.objects.get(user=owner, channel="discord").code
     assert f"In a direct message to the askuser bot, type /askuser link {code}." in page.content.decode()
+
+
+EVIL = "echo ```done``` @everyone <@123> **bold**"
+
+
+def detailed_card(detail: str) -> Card:
+    question = TextQuestion("permission", "Bash", "Run this command?", False, ("Allow", "Deny"), detail=detail)
+    text = f"Run this command?\n\n{detail}\n\n• Allow\n• Deny"
+    return deploy_card(header="Bash", text=text, questions=(question,))
+
+
+def test_a_detail_is_a_code_block_that_nothing_in_it_closes_and_that_mentions_no_one():
+    sent = discord.message(detailed_card(EVIL))
+
+    content = sent["content"]
+    assert content.count("```") == 2  # the detail's own are broken by a zero-width space
+    block = content.split("```")[1]
+    assert "`\u200b`\u200b`\u200bdone" in block and "@everyone <@123> **bold**" in block
+    assert content.endswith("```\n• Allow\n• Deny")
+    assert sent["allowed_mentions"] == {"parse": []}
+
+
+def test_a_long_detail_is_cut_visibly_within_discords_limit():
+    content = discord.message(detailed_card("`" * 3000))["content"]
+
+    assert len(content) <= discord.MAX_CONTENT
+    assert content.count("```") == 2 and "more characters: see the whole in askuser" in content
+    assert content.endswith("• Allow\n• Deny")

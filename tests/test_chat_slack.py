@@ -1034,3 +1034,30 @@ async def test_an_agents_cancel_rewrites_the_message(slack_app, linked, token):
     [edit] = await slack_app.wait_for("chat.update")
     assert edit.body["blocks"] == closed_of(prompt_id, "Cancelled by the agent")
     await deliveries_settle(prompt_id)
+
+
+EVIL = "echo ```done``` <!channel> <https://x.test|click> & <@U123>"
+
+
+def detailed_card(detail: str) -> Card:
+    question = TextQuestion("permission", "Bash", "Run this command?", False, ("Allow", "Deny"), detail=detail)
+    text = f"Run this command?\n\n{detail}\n\n• Allow\n• Deny"
+    return a_card(header="Bash", text=text, questions=(question,))
+
+
+def test_a_detail_is_a_code_block_that_nothing_in_it_closes_or_turns_into_a_mention():
+    blocks = slack.card_blocks(detailed_card(EVIL))
+
+    code = blocks[2]["text"]["text"]
+    assert code.startswith("```\n") and code.endswith("\n```") and code.count("```") == 2
+    assert "<" not in code and ">" not in code  # no mention, no link: &lt;!channel&gt; is text
+    assert "&lt;!channel&gt;" in code and "&amp;" in code
+    assert blocks[2]["text"]["verbatim"] is True
+    assert blocks[3]["text"]["text"] == "• Allow\n• Deny"
+
+
+def test_a_long_detail_is_cut_visibly_within_slacks_limit():
+    code = slack.card_blocks(detailed_card("<" * 4000))[2]["text"]["text"]
+
+    assert len(code) <= slack.SECTION_CHARS
+    assert code.count("```") == 2 and "more characters: see the whole on the web" in code

@@ -7,11 +7,14 @@ import asyncio
 import json
 
 import pytest
+from django.test import Client
 
+from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.telegram import SECRET_HEADER
-from askuser_app.domain import hooks, services
-from askuser_app.models import Message, Prompt
+from askuser_app.delivery.notifiers.email import mails
+from askuser_app.domain import hooks, prefs, services
+from askuser_app.models import Delivery, Message, Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 
@@ -264,3 +267,98 @@ async def test_a_telegram_button_decides_the_permission(telegram, owner, token):
             "decision": {"behavior": "deny", "message": "Denied by alice on Telegram"},
         }
     }
+
+
+# --- news on the person's channels ---------------------------------------------------------------
+
+STOPPED = {**BASE, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "All tests pass."}
+WAITING = {**BASE, "hook_event_name": "Notification", "notification_type": "idle_prompt", "message": "Claude is idle"}
+
+
+@pytest.fixture
+def linked_telegram(telegram, owner):
+    sent = {"message_id": 7, "date": 1_700_000_000, "chat": {"id": CHAT, "type": "private"}, "text": "…"}
+    telegram.route("POST", f"/bot{TELEGRAM_TOKEN}/sendMessage", lambda call: (200, {"ok": True, "result": sent}))
+    core.link_by_hand(owner, "telegram", str(CHAT), chat_id=str(CHAT), handle="@alice")
+    return telegram
+
+
+@database_call
+def tell_finished(user, on: bool) -> None:
+    prefs.choose_tell_finished(user, on)
+
+
+@database_call
+def news_rows() -> list[Delivery]:
+    return list(Delivery.objects.filter(prompt=None))
+
+
+async def test_a_finished_agent_is_told_on_telegram_when_the_person_chose_it(linked_telegram, owner, token):
+    await tell_finished(owner, True)
+    assert (await asyncio.wait_for(post_hook(token, STOPPED), DEADLINE)).json() == {}
+    engine.ensure_running()
+
+    path = f"/bot{TELEGRAM_TOKEN}/sendMessage"
+    [told] = await asyncio.to_thread(linked_telegram.wait_for, path)
+    assert str(told.body["chat_id"]) == str(CHAT)
+    assert told.body["text"].startswith("Claude Code · app\nClaude Code finished: All tests pass.\n\nhttps://")
+    assert "parse_mode" not in told.body  # the agent's words as plain text
+
+
+async def test_a_finished_agent_is_not_told_by_default(linked_telegram, owner, token):
+    assert (await asyncio.wait_for(post_hook(token, STOPPED), DEADLINE)).json() == {}
+    await tell_finished(owner, False)
+    assert (await asyncio.wait_for(post_hook(token, STOPPED), DEADLINE)).json() == {}
+
+    assert await news_rows() == []  # nothing for the engine to send
+    assert await database_call(Message.objects.count)() == 2  # the timeline still has both lines
+
+
+async def test_an_agent_waiting_for_input_is_told_on_telegram_by_default(linked_telegram, owner, token):
+    assert (await asyncio.wait_for(post_hook(token, WAITING), DEADLINE)).json() == {}
+    engine.ensure_running()
+
+    [told] = await asyncio.to_thread(linked_telegram.wait_for, f"/bot{TELEGRAM_TOKEN}/sendMessage")
+    assert "Claude Code is waiting for your input" in told.body["text"]
+
+
+# --- which agent --------------------------------------------------------------------------------
+
+
+async def test_the_hooks_agent_parameter_names_the_agent_in_the_session_title_and_its_lines(token):
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    body = json.dumps(WAITING).encode()
+    answered = await asgi_request("POST", "/api/v1/hooks?agent=Codex", content=body, headers=headers)
+
+    assert answered.json() == {}
+    note = await database_call(lambda: Message.objects.select_related("session").get())()
+    assert (note.session.title, note.text) == ("Codex · app", "Codex is waiting for your input")
+
+
+async def test_an_agent_name_that_is_not_text_is_refused_and_nothing_is_written(token):
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    body = json.dumps(WAITING).encode()
+    refused = await asgi_request("POST", "/api/v1/hooks?agent=%E2%80%AEx", content=body, headers=headers)
+
+    assert refused.status_code == 422 and "agent" in refused.text
+    assert await database_call(Message.objects.count)() == 0
+
+
+# --- answered by email ---------------------------------------------------------------------------
+
+
+async def test_an_email_one_tap_link_allows_the_permission(owner, token):
+    owner.email = "alice@example.com"
+    await database_call(owner.save)(update_fields=["email"])
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    link = mails.link_url(mails.make_token(prompt.pk, owner, 0))  # the first button: Allow
+    confirmed = await database_call(lambda: Client().post(link, {"action": "answer"}))()
+
+    assert confirmed.status_code == 200
+    assert (await asyncio.wait_for(calling, DEADLINE)).json() == {
+        "hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}
+    }
+    result = (await database_call(Prompt.objects.get)(pk=prompt.pk)).result
+    assert (result["surface"], result["resolved_by"]) == ("email", "alice")

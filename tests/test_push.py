@@ -38,7 +38,7 @@ from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Temporary
 from askuser_app.delivery.notifiers.push import adapter as push
-from askuser_app.domain import contract, services
+from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
 from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
@@ -794,3 +794,40 @@ def test_keys_from_the_environment_are_used_and_checked(settings):
     settings.ASKUSER_VAPID_PRIVATE_KEY = "not a key"
     with pytest.raises(ImproperlyConfigured):
         push.vapid()
+
+
+# --- a coding agent's news ---------------------------------------------------------------------------------
+
+
+@database_call
+def agent_finished(agent: Any, owner: Any, *, chosen: bool) -> None:
+    prefs.choose_tell_finished(owner, chosen)
+    services.post_agent_note(
+        agent, "cc-job", "Claude Code finished: all green", title="Claude Code · app", tell="finished"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_finished_agent_is_pushed_to_each_device_when_the_person_chose_it(push_service, agent, owner):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+
+    await agent_finished(agent, owner, chosen=True)
+    engine.ensure_running()
+
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    message = laptop.read(received.body)
+    assert message["type"] == "news"
+    assert (message["title"], message["body"]) == ("Claude Code · app", "Claude Code finished: all green")
+    assert message["url"] == "https://askuser.example.com/s/cc-job/"
+    row = await until_async(lambda: Delivery.objects.filter(prompt=None, state="closed").first())
+    assert row.channel == "push"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_finished_agent_is_not_pushed_unless_the_person_chose_it(push_service, agent, owner):
+    await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
+
+    await agent_finished(agent, owner, chosen=False)
+
+    assert await database_call(Delivery.objects.count)() == 0

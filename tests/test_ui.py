@@ -8,7 +8,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from askuser_app.domain import contract, services
-from askuser_app.models import Message, Prompt
+from askuser_app.models import Message, Preferences, Prompt
 
 from .conftest import EXTRAS, QUESTION, AgentClient, payload
 
@@ -483,3 +483,17 @@ def test_the_header_count_leads_to_the_inbox_when_more_than_one_question_waits(a
     html = browser.get("/settings/").content.decode()
     assert 'class="waiting-link" href="/inbox/"' in html and "open the inbox" in html
     assert '<a href="/inbox/">Inbox</a>' in html  # and the nav links it from every page
+
+
+def test_the_settings_page_chooses_to_be_told_when_an_agent_finishes(owner):
+    browser = Client()
+    browser.force_login(owner)
+    assert 'name="tell_finished"' in browser.get("/settings/").content.decode()
+
+    saved = browser.post("/settings/agents/", {"tell_finished": "on"})
+    refused = browser.post("/settings/agents/", {"tell_finished": "maybe"})
+
+    assert saved.status_code == 302 and Preferences.objects.get(user=owner).tell_finished is True
+    assert refused.status_code == 422 and "Tick the box or leave it empty." in refused.content.decode()
+    assert browser.post("/settings/agents/", {}).status_code == 302
+    assert Preferences.objects.get(user=owner).tell_finished is False

@@ -9,8 +9,9 @@ the agent gets back is ``domain.hooks``'s; the state changes are ``services``'.
 - ``PermissionRequest`` and ``PreToolUse`` ask a prompt and wait for it; a
   prompt nobody answered in time, or whose agent hung up, is handed back
   (``services.hand_back``: "Asked at the terminal instead").
-- ``Notification`` and ``Stop`` write a line in the session's timeline and
-  return ``{}`` at once; any other event returns ``{}``.
+- ``Notification`` and ``Stop`` write a line in the session's timeline, tell
+  the person on their channels (a ``Stop`` only if they chose so in Settings),
+  and return ``{}`` at once; any other event returns ``{}``.
 - A session that already has a pending prompt answers ``{}`` at once: the
   agent's own dialog takes over, where a 409 would read as the hook failing.
 """
@@ -42,10 +43,11 @@ def parse_wait(raw: str | None) -> float:
 
 
 async def answer_hook(
-    authorization: str | None, body: bytes, wait: float, address: str | None = None
+    authorization: str | None, body: bytes, wait: float, address: str | None = None, name: str = hooks.AGENT
 ) -> dict[str, Any]:
-    """The hook's output for the event in ``body``, waiting up to ``wait`` seconds for the person."""
-    agent, event, prompt = await _take(authorization, body, wait)
+    """The hook's output for the event in ``body``, waiting up to ``wait`` seconds for the person;
+    ``name`` is the coding agent's (``?agent=``), in the session's title and its lines."""
+    agent, event, prompt = await _take(authorization, body, wait, name)
     if prompt is None:
         return {}
     async with hub().listen(prompt_group(prompt.pk)) as inbox:
@@ -62,21 +64,22 @@ async def answer_hook(
 
 
 @database_call
-def _take(authorization: str | None, body: bytes, wait: float) -> tuple[Agent, Any, Prompt | None]:
+def _take(authorization: str | None, body: bytes, wait: float, name: str) -> tuple[Agent, Any, Prompt | None]:
     """The token check, the event read, and what it does: a prompt asked, a line written, or nothing."""
     agent = agentauth.agent_for(authorization)
     event = api.parse_json(body)
-    name = hooks.event_name(event)
-    if name in hooks.ASKING:
-        return agent, event, _ask(agent, event, wait)
-    said = hooks.line(event) if name else None
+    kind = hooks.event_name(event)
+    if kind in hooks.ASKING:
+        return agent, event, _ask(agent, event, wait, name)
+    said = hooks.line(event, name) if kind else None
     if said is not None:
-        services.post_agent_note(agent, hooks.session_key(event), said, title=hooks.title(event))
+        title, tell = hooks.title(event, name), hooks.tells(event)
+        services.post_agent_note(agent, hooks.session_key(event), said, title=title, tell=tell)
     return agent, event, None
 
 
-def _ask(agent: Agent, event: Any, wait: float) -> Prompt | None:
-    request = hooks.permission_request(event, wait)
+def _ask(agent: Agent, event: Any, wait: float, name: str) -> Prompt | None:
+    request = hooks.permission_request(event, wait, name)
     try:
         return services.ask(agent, request, hook_event=hooks.event_name(event)).prompt
     except services.Conflict as busy:
@@ -122,4 +125,5 @@ class HookCall(LongPoll):
         await super().handle(body)
 
     async def wait(self) -> dict[str, Any]:
-        return await answer_hook(self.authorization, self.body, parse_wait(self.param("wait")), self.address)
+        wait, name = parse_wait(self.param("wait")), hooks.agent_name(self.param("agent"))
+        return await answer_hook(self.authorization, self.body, wait, self.address, name)

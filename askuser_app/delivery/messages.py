@@ -13,7 +13,9 @@ Each row is one small state machine, so an edit never overtakes its send:
 was sent drops the row; one resolved while the send is in flight is edited as
 soon as the send lands (``record`` sees the row dropped and asks for the
 edit). A row with a ``notice`` (Discord's follow-up to a tap) is one text
-sent once: ``to_send → closed``. Claiming a try is a compare-and-set on the
+sent once: ``to_send → closed``; so is one without a prompt, a coding agent's
+news for the person (``agent_news``: "Claude Code finished"), which every
+channel tells (``Telling``). Claiming a try is a compare-and-set on the
 row's attempt count that also pushes ``next_attempt_at`` past the try's
 timeout, so two processes never make the same try, and a process that dies
 mid-try leaves the row for any other. A platform's ``Temporary`` failure is
@@ -45,15 +47,17 @@ from askuser_app.delivery.chats.base import (
     Adapter,
     Card,
     Closed,
+    News,
     Noticing,
     Notifier,
     Permanent,
     Recipient,
+    Telling,
     Temporary,
 )
-from askuser_app.delivery.chats.core import adapters, card, closed, installed, label_of, prune_seen
+from askuser_app.delivery.chats.core import adapters, card, closed, installed, label_of, prune_seen, session_url
 from askuser_app.delivery.engine import Outcome, Tried
-from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, Prompt
+from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, Message, Preferences, Prompt
 from askuser_app.runtime import caching
 from askuser_app.runtime.i18n import of_owner
 
@@ -129,6 +133,55 @@ def prompt_created(prompt: Prompt) -> None:
             next_attempt_at=now + to.after,
         )
         for name, to in notified(prompt, notifiers)
+    ]
+    if rows:
+        Delivery.objects.bulk_create(rows)
+        transaction.on_commit(engine.wake, robust=True)
+
+
+def on_agent_news(sender: Any, *, message: Message, finished: bool, **kwargs: Any) -> None:
+    """``domain.signals.agent_news``: the news is written with its timeline line."""
+    agent_news(message, finished=finished)
+
+
+def agent_news(message: Message, *, finished: bool) -> None:
+    """A coding agent's news (``message``, a line of its session) to each of the owner's linked chat
+    identities and each recipient a notifier reaches: a ``Delivery`` with a ``notice`` and no prompt,
+    sent at once and once. That an agent finished is told only to an owner who chose to hear it."""
+    configured = adapters_on()
+    owner = message.session.owner_id
+    if not configured or (finished and not Preferences.objects.filter(user_id=owner, tell_finished=True).exists()):
+        return
+    now, session = timezone.now(), message.session
+    where = {"title": session.title, "url": session_url(session.key), "tag": f"askuser-session-{session.pk}"}
+    linked = [name for name in configured if name not in NOTIFIERS]
+    links = ChatLink.objects.filter(user_id=owner, channel__in=linked) if linked else ()
+    rows = [
+        Delivery(
+            owner_id=owner,
+            channel=link.channel,
+            link=link,
+            address=link.chat_id,
+            host=link.channel,
+            notice=message.text,
+            ref=where,
+            next_attempt_at=now,
+        )
+        for link in links
+    ]
+    rows += [
+        Delivery(
+            owner_id=owner,
+            channel=name,
+            address=to.address,
+            host=to.host or name,
+            notice=message.text,
+            ref=where,
+            next_attempt_at=now,
+        )
+        for name, adapter in configured.items()
+        if name in NOTIFIERS
+        for to in cast(Notifier, adapter).reaches(owner)
     ]
     if rows:
         Delivery.objects.bulk_create(rows)
@@ -223,13 +276,14 @@ class Claimed:
     owner_id: int
     host: str
     channel: str
-    action: Literal["send", "edit", "notice"]
+    action: Literal["send", "edit", "notice", "tell"]
     number: int
     address: str = ""
     ref: dict[str, Any] = field(default_factory=dict)
     card: Card | None = None
     closed: Closed | None = None
     text: str = ""  # a notice's
+    news: News | None = None  # an agent's news (a notice without a prompt)
     language: str = settings.LANGUAGE_CODE  # the owner's: the card's words, and the adapter's
 
 
@@ -260,7 +314,7 @@ class Messages:
             mine.update(state=Delivery.State.FAILED, last_error=f"{row.channel} is not configured on this server")
         elif sending and row.link_id is None and row.channel not in NOTIFIERS:
             mine.update(state=Delivery.State.DROPPED, last_error="unlinked before it was sent")
-        elif sending and not row.prompt.is_pending:
+        elif sending and row.prompt is not None and not row.prompt.is_pending:
             # Resolved where no chat app was set up, so its rows were not marked: never send it as pending.
             mine.update(state=Delivery.State.DROPPED, last_error="resolved before it was sent")
         elif mine.update(attempts=row.attempts + 1, next_attempt_at=lease):
@@ -270,12 +324,16 @@ class Messages:
     def _claimed(self, row: Delivery, language: str) -> Claimed:
         """The try, its message rendered in the owner's language."""
         number, ids = row.attempts + 1, (self, row.pk, row.owner_id, row.host, row.channel)
+        prompt = row.prompt
+        if prompt is None:
+            news = News(row.notice, **{name: str(row.ref.get(name, "")) for name in ("title", "url", "tag")})
+            return Claimed(*ids, "tell", number, row.address, news=news, language=language)
         if row.notice:
             return Claimed(*ids, "notice", number, row.address, text=row.notice, language=language)
         with translation.override(language):
             if row.state == Delivery.State.TO_SEND:
-                return Claimed(*ids, "send", number, row.address, card=card(row.prompt), language=language)
-            return Claimed(*ids, "edit", number, ref=dict(row.ref), closed=closed(row.prompt), language=language)
+                return Claimed(*ids, "send", number, row.address, card=card(prompt), language=language)
+            return Claimed(*ids, "edit", number, ref=dict(row.ref), closed=closed(prompt), language=language)
 
     async def attempt(self, claimed: Claimed) -> Outcome:
         """One send, edit or notice through the channel's adapter, its failure as an Outcome."""
@@ -288,6 +346,10 @@ class Messages:
                     return Outcome(True, answered=True, ref=dict(ref))
                 if claimed.action == "notice":
                     await cast(Noticing, adapter).notice(claimed.address, claimed.text)
+                    return Outcome(True, answered=True)
+                if claimed.action == "tell":
+                    assert claimed.news is not None
+                    await cast(Telling, adapter).tell(claimed.address, claimed.news)
                     return Outcome(True, answered=True)
                 assert claimed.closed is not None
                 await adapter.edit(claimed.ref, claimed.closed)

@@ -28,7 +28,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from askuser_app.domain import contract, wording
 
@@ -59,18 +59,33 @@ def session_key(event: Event) -> str:
     return "cc-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
-def title(event: Event) -> str:
+MAX_AGENT_NAME = 40
+
+
+def agent_name(raw: str | None) -> str:
+    """The agent a hook's ``?agent=`` names ("Codex"); Claude Code when it names none. Its
+    events carry no field that tells the agents apart, so the hook's URL says it."""
+    if raw is None or raw == "":
+        return AGENT
+    name = " ".join(raw.split())
+    if not name or len(name) > MAX_AGENT_NAME or contract.visible(name) != name:
+        message = f"must be the agent's name: 1 to {MAX_AGENT_NAME} visible characters"
+        raise contract.ContractError([{"path": "agent", "message": message}])
+    return name
+
+
+def title(event: Event, agent: str = AGENT) -> str:
     """ "Claude Code · billing-service": the agent and the last folder of its working directory."""
     cwd = event.get("cwd")
     folder = cwd.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] if isinstance(cwd, str) else ""
     folder = " ".join(contract.visible(folder).split())
-    return f"{AGENT} · {folder}"[: contract.MAX_TITLE] if folder else AGENT
+    return f"{agent} · {folder}"[: contract.MAX_TITLE] if folder else agent
 
 
 # --- asking ---------------------------------------------------------------------------------
 
 
-def permission_request(event: Event, wait: float) -> contract.CreatePromptIn:
+def permission_request(event: Event, wait: float, agent: str = AGENT) -> contract.CreatePromptIn:
     """The prompt a permission request (or a PreToolUse) asks; ContractError naming a broken field."""
     tool = event.get("tool_name")
     if not isinstance(tool, str) or not tool.strip():
@@ -91,7 +106,7 @@ def permission_request(event: Event, wait: float) -> contract.CreatePromptIn:
         question["detail"] = shown
     body = {
         "session": session_key(event),
-        "title": title(event),
+        "title": title(event, agent),
         "questions": [question],
         # The hook closes the prompt when its wait ends; the deadline only backs that up.
         "timeoutSeconds": min(max(math.ceil(wait) + 5, contract.MIN_TIMEOUT), contract.MAX_TIMEOUT),
@@ -219,24 +234,31 @@ NEEDS_PERMISSION = "{agent} needs your permission"
 FINISHED = "{agent} finished"
 
 
-def line(event: Event) -> str | None:
+def line(event: Event, agent: str = AGENT) -> str | None:
     """The timeline line a ``Notification`` or ``Stop`` becomes; None for any other event."""
     name = event_name(event)
     if name == NOTIFICATION:
         kind = event.get("notification_type")
-        said_line = (NEEDS_PERMISSION if kind == "permission_prompt" else WAITING).format(agent=AGENT)
+        said_line = (NEEDS_PERMISSION if kind == "permission_prompt" else WAITING).format(agent=agent)
         message = event.get("message")
         if kind not in ("permission_prompt", "idle_prompt") and isinstance(message, str) and message.strip():
-            said_line = f"{AGENT}: {message.strip()}"
+            said_line = f"{agent}: {message.strip()}"
         return _fit(said_line)
     if name == STOP:
         last = event.get("last_assistant_message")
         last = " ".join(last.split()) if isinstance(last, str) else ""
         if not last:
-            return FINISHED.format(agent=AGENT)
+            return FINISHED.format(agent=agent)
         cut = last[:LAST_MESSAGE] + ("…" if len(last) > LAST_MESSAGE else "")
-        return _fit(f"{FINISHED.format(agent=AGENT)}: {cut}")
+        return _fit(f"{FINISHED.format(agent=agent)}: {cut}")
     return None
+
+
+def tells(event: Event) -> Literal["", "waiting", "finished"]:
+    """Whether the line is news for the person's channels too: a ``Notification`` is (it waits
+    for them), a ``Stop`` is if they chose to hear of it (``finished``), anything else is not."""
+    name = event_name(event)
+    return "waiting" if name == NOTIFICATION else "finished" if name == STOP else ""
 
 
 def _fit(text: str) -> str:

@@ -1,4 +1,4 @@
-"""A person's preferences, read with their defaults: the language and when to email."""
+"""A person's preferences, read with their defaults: the language, when to email, what agents tell."""
 
 from __future__ import annotations
 
@@ -40,4 +40,10 @@ def choose_email_after(user: User, seconds: int) -> Preferences:
     if seconds not in EMAIL_CHOICES:
         raise ValueError(f"email_after must be one of {EMAIL_CHOICES}, not {seconds}")
     chosen, _created = Preferences.objects.update_or_create(user=user, defaults={"email_after": seconds})
+    return chosen
+
+
+def choose_tell_finished(user: User, on: bool) -> Preferences:
+    """Store whether ``user`` is told on their channels when a coding agent finishes (its ``Stop`` hook)."""
+    chosen, _created = Preferences.objects.update_or_create(user=user, defaults={"tell_finished": on})
     return chosen

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -854,10 +854,17 @@ def post_agent_message(agent: Agent, key: str, text: Any, *, title: str | None =
     return _post_for_agent(agent, key, text, title, Message.Author.AGENT)
 
 
-def post_agent_note(agent: Agent, key: str, text: str, *, title: str | None = None) -> Message:
+def post_agent_note(
+    agent: Agent, key: str, text: str, *, title: str | None = None, tell: Literal["", "waiting", "finished"] = ""
+) -> Message:
     """A line askuser writes in the session's timeline about the agent ("Claude Code finished: …"):
-    counted like the agent's messages, shown as askuser's own, never read as a reply."""
-    return _post_for_agent(agent, key, text, title, Message.Author.SYSTEM)
+    counted like the agent's messages, shown as askuser's own, never read as a reply. With ``tell``,
+    it is also news for the person's channels (``signals.agent_news``), written with the line."""
+    with transaction.atomic():
+        message = _post_for_agent(agent, key, text, title, Message.Author.SYSTEM)
+        if tell:
+            signals.agent_news.send(Message, message=message, finished=tell == "finished")
+    return message
 
 
 def _post_for_agent(agent: Agent, key: str, text: Any, title: str | None, author: str) -> Message:

@@ -22,5 +22,8 @@ prompt_resolved = Signal()
 prompt_extended = Signal()
 # ``message``: a chat message was stored (an agent's, a person's, or askuser's own note).
 message_created = Signal()
+# ``message``, ``finished``: a coding agent's news for the person (a ``post_agent_note`` that
+# tells): waiting for their input, or (``finished``) done, which they hear of only if they chose to.
+agent_news = Signal()
 # Sent after commit, with ``expires_at``: a prompt in this process has a new deadline.
 deadline_added = Signal()

@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from askuser_app.delivery.notifiers.push import views as pushviews
@@ -175,6 +176,20 @@ def settings_page(request: LoggedInRequest) -> HttpResponse:
     preferences = prefs.of(request.user)
     context = {"preferences": preferences, **pushviews.context(request)}
     return render(request, "askuser/settings.html", context)
+
+
+@login_required
+@require_POST
+def settings_agents(request: LoggedInRequest) -> HttpResponse:
+    """Save whether the person is told when a coding agent finishes: the box ticked or not."""
+    asked = request.POST.get("tell_finished", "")
+    if asked not in ("", "on"):
+        context = {"preferences": prefs.of(request.user), **pushviews.context(request)}
+        context["agents_error"] = _("Tick the box or leave it empty.")
+        return render(request, "askuser/settings.html", context, status=422)
+    prefs.choose_tell_finished(request.user, asked == "on")
+    messages.success(request, _("Coding agent settings saved."))
+    return redirect(reverse("settings") + "#settings-agents")
 
 
 @require_POST

@@ -2,7 +2,8 @@
 // Served at /sw.js (scope "/"). A push is JSON from askuser_app/delivery/notifiers/push/adapter.py:
 //   {"type": "prompt", "tag", "title", "body", "url", ...}  shows a notification;
 //   {"type": "closed", "tag"}                               closes it (the prompt resolved);
-//   {"type": "test", "tag", "title", "body", "url"}         the settings page's test.
+//   {"type": "test", "tag", "title", "body", "url"}         the settings page's test;
+//   {"type": "news", "tag", "title", "body", "url"}         a coding agent waits or finished.
 // The page's own notifications use the same tag ("askuser-" + prompt id), so one replaces the other.
 "use strict";
 

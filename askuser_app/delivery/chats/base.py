@@ -208,6 +208,10 @@ class Notifier(Adapter, Protocol):
         """The addresses this prompt's owner should hear from on this channel."""
         ...
 
+    def reaches(self, owner_id: int) -> list[Recipient]:
+        """The addresses an agent's news for ``owner_id`` goes to on this channel, at once."""
+        ...
+
 
 @dataclass
 class Outbound:
@@ -226,6 +230,25 @@ class Noticing(Protocol):
 
     async def notice(self, address: str, text: str) -> None:
         """Send ``text`` to ``address``; raise Temporary or Permanent on failure."""
+        ...
+
+
+@dataclass(frozen=True)
+class News:
+    """A coding agent's news for the person, about a session rather than a prompt: sent once, never edited."""
+
+    text: str  # "Claude Code finished: …", "Claude Code is waiting for your input"
+    title: str  # the session's: "Claude Code · billing-service"
+    url: str  # the session's page in the Control UI, absolute
+    tag: str  # one per session: a newer notification replaces an older one on a device
+
+
+@runtime_checkable
+class Telling(Protocol):
+    """An adapter that tells a person an agent's news (``messages.agent_news``): every channel."""
+
+    async def tell(self, address: str, news: News) -> None:
+        """Send ``news`` to ``address`` (as ``send`` would a card); raise Temporary or Permanent on failure."""
         ...
 
 

@@ -105,12 +105,29 @@ def prompt_url(prompt_id: uuid.UUID | str) -> str:
     return settings.ASKUSER_PUBLIC_URL + reverse("prompt", args=[prompt_id])
 
 
+def session_url(key: str) -> str:
+    """A session's page in the Control UI, absolute."""
+    return settings.ASKUSER_PUBLIC_URL + reverse("session", args=[key])
+
+
 def _questions(prompt: Prompt) -> tuple[textreply.TextQuestion, ...]:
     return tuple(textreply.TextQuestion.of(q) for q in prompt.questions.prefetch_related("options"))
 
 
 def _by_buttons(questions: tuple[textreply.TextQuestion, ...]) -> bool:
     return len(questions) == 1 and not questions[0].multi_select
+
+
+def split_detail(card: Card) -> tuple[str, str, str] | None:
+    """A one-tap card's text as (question, detail, options), for a chat that shows the detail as a
+    code block of its own; None when it has no detail."""
+    if not card.by_buttons or not card.questions or not card.questions[0].detail:
+        return None
+    question = card.questions[0]
+    head = f"{question.text}\n\n{question.detail}\n\n"
+    if not card.text.startswith(head):
+        return None
+    return question.text, question.detail, card.text.removeprefix(head)
 
 
 def _asked(questions: tuple[textreply.TextQuestion, ...]) -> tuple[str, str]:

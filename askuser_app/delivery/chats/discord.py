@@ -45,6 +45,7 @@ from askuser_app.delivery.chats.base import (
     Button,
     Card,
     Closed,
+    News,
     Permanent,
     Ref,
     Reply,
@@ -117,10 +118,41 @@ def _content(head: str, body: str, tail: str = "") -> str:
     return head + body + tail
 
 
+CUT_NOTE = "… ({more} more characters: see the whole in askuser)"
+FENCE = "```"
+
+
+def code_block(text: str, room: int) -> str:
+    """``text`` as a code block of at most ``room`` characters: every backtick followed by a
+    zero-width space, so nothing in it closes the block early; cut visibly when it does not fit."""
+    shown = _inert(text)
+    if len(shown) + 2 * len(FENCE) + 2 <= room:
+        return f"{FENCE}\n{shown}\n{FENCE}"
+    note = "\n" + escape(CUT_NOTE.format(more=len(text)))
+    fits = max(room - 2 * len(FENCE) - 2 - len(note), 0)
+    kept = text[:fits]
+    while len(_inert(kept)) > fits:
+        kept = kept[: fits - (len(_inert(kept)) - len(kept))]
+    note = "\n" + escape(CUT_NOTE.format(more=len(text) - len(kept)))
+    return f"{FENCE}\n{_inert(kept)}\n{FENCE}{note}"
+
+
+def _inert(text: str) -> str:
+    return text.replace("`", "`\u200b")
+
+
 def message(card: Card) -> dict[str, Any]:
-    """A pending prompt as a message: its text, then its buttons and a link to its page."""
+    """A pending prompt as a message: its text (a detail as a code block), then its buttons and a
+    link to its page."""
+    head, parts = f"**{escape(card.header)}**\n", core.split_detail(card)
+    if parts is not None:
+        question, detail, options = escape(parts[0]) + "\n", parts[1], "\n" + escape(parts[2])
+        room = MAX_CONTENT - len(head) - len(question) - len(options)
+        if room >= 200:  # else the question and options themselves fill the message: as plain text
+            content = head + question + code_block(detail, room) + options
+            return {"content": content, "allowed_mentions": NO_MENTIONS, "components": components(card)}
     return {
-        "content": _content(f"**{escape(card.header)}**\n", escape(_guided(card))),
+        "content": _content(head, escape(_guided(card))),
         "allowed_mentions": NO_MENTIONS,
         "components": components(card),
     }
@@ -293,6 +325,19 @@ class DiscordAdapter:
             channel = await self._channel(address)  # the remembered channel is gone: ask Discord again
             sent = await _call("POST", f"channels/{channel}/messages", message(card))
         return {"channel_id": channel, "message_id": _id(sent, "message")}
+
+    async def tell(self, address: str, news: News) -> None:
+        """``address`` is the person's user id; the news goes to their DM channel, mentioning no one."""
+        text = f"**{escape(news.title)}**\n{escape(news.text)}"
+        text = text[: MAX_CONTENT - len(news.url) - 4] + f"\n<{news.url}>"
+        body = {"content": text, "allowed_mentions": NO_MENTIONS}
+        channel = await self._channel(address)
+        try:
+            await _call("POST", f"channels/{channel}/messages", body)
+        except Unknown:
+            if self.channels.pop(address, None) is None:
+                raise
+            await _call("POST", f"channels/{await self._channel(address)}/messages", body)
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         channel, sent = ref.get("channel_id"), ref.get("message_id")

@@ -55,7 +55,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 
 from askuser_app.delivery import engine
 from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import Card, Closed, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.delivery.chats.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
 from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import Delivery
@@ -195,14 +195,40 @@ def _summary(header: str, text: str) -> str:
     return escape(_cut(f"{header}: {first}" if first else header, SECTION_CHARS))
 
 
+CUT_NOTE = "… ({more} more characters: see the whole on the web)"
+
+
+def code_block(text: str) -> dict[str, Any]:
+    """``text`` in a mrkdwn code block of one section: escaped (no mention, no link), its
+    backtick runs broken so it cannot close the block, cut visibly at Slack's limit."""
+    fence, shown, note = "```", _inert(text), ""
+    room = SECTION_CHARS - 2 * len(fence) - 2 - len(CUT_NOTE) - 8
+    if len(shown) > SECTION_CHARS - 2 * len(fence) - 2:
+        kept = text[:room]
+        while len(_inert(kept)) > room:
+            kept = kept[: room - (len(_inert(kept)) - len(kept))]
+        shown, note = _inert(kept), "\n" + escape(CUT_NOTE.format(more=len(text) - len(kept)))
+    return {"type": "section", "text": {"type": "mrkdwn", "text": f"{fence}\n{shown}\n{fence}{note}", "verbatim": True}}
+
+
+def _inert(text: str) -> str:
+    return escape(text).replace("`", "`\u200b")
+
+
 def card_blocks(card: Card) -> list[dict[str, Any]]:
-    """The pending prompt: header, text, one button per action, and the link to its page."""
+    """The pending prompt: header, text (a detail as a code block), one button per action, and the
+    link to its page."""
     buttons: list[dict[str, Any]] = [
         {"type": "button", "action_id": button.data, "value": button.data, "text": _plain(button.label)}
         for button in card.buttons
     ]
     buttons.append({"type": "button", "action_id": OPEN_ACTION, "text": _plain(_("Open on the web")), "url": card.url})
-    return [*_heading(card.header, card.text), {"type": "actions", "block_id": ACTIONS_BLOCK, "elements": buttons}]
+    actions = {"type": "actions", "block_id": ACTIONS_BLOCK, "elements": buttons}
+    parts = core.split_detail(card)
+    if parts is None:
+        return [*_heading(card.header, card.text), actions]
+    question, detail, options = parts
+    return [*_heading(card.header, question), code_block(detail), *_sections(options), actions]
 
 
 def closed_blocks(closed: Closed) -> list[dict[str, Any]]:
@@ -569,6 +595,23 @@ class SlackAdapter:
         if not isinstance(channel, dict) or not isinstance(channel.get("id"), str):
             raise Permanent("Slack opened no direct message channel.")
         return str(channel["id"])
+
+    async def tell(self, address: str, news: News) -> None:
+        await engine.blocking(self._tell, address, news)
+
+    def _tell(self, address: str, news: News) -> None:
+        client = web_client()
+        link = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{news.url}|askuser>"}]}
+        blocks = [*_heading(news.title, news.text), link]
+        with _mapped_errors():
+            channel = address if address.startswith("D") else self._dm_with(client, address)
+            client.chat_postMessage(
+                channel=channel,
+                text=_summary(news.title, news.text),
+                blocks=blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         await engine.blocking(self._edit, ref, closed)

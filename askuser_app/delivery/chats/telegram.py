@@ -34,7 +34,7 @@ from telegram.constants import ChatType
 from telegram.request import HTTPXRequest
 
 from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import Card, Closed, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.delivery.chats.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
 from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime.asyncdb import database_call
 
@@ -146,6 +146,18 @@ class TelegramAdapter:
                 )
             )
         return {"chat_id": sent.chat_id, "message_id": sent.message_id}
+
+    async def tell(self, address: str, news: News) -> None:
+        # Plain text, no parse mode: the agent's words are shown as they are.
+        text = _clip(f"{news.title}\n{news.text}", 4096 - len(news.url) - 2) + f"\n\n{news.url}"
+        async with self.bot() as bot:
+            await _call(
+                bot.send_message(
+                    chat_id=_chat(address),
+                    text=text,
+                    link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
+                )
+            )
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         # Without reply_markup, editMessageText removes the inline keyboard.

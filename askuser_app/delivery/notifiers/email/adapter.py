@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, ClassVar
 
 from django.conf import settings
@@ -9,9 +10,9 @@ from django.contrib.auth import get_user_model
 from django.urls import URLPattern, path
 
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats.base import Card, Closed, Recipient, Ref
+from askuser_app.delivery.chats.base import Card, Closed, News, Recipient, Ref
 from askuser_app.delivery.notifiers.email import views as emailviews
-from askuser_app.delivery.notifiers.email.mails import compose, deliver
+from askuser_app.delivery.notifiers.email.mails import compose, compose_news, deliver
 from askuser_app.domain import prefs
 from askuser_app.models import Preferences
 from askuser_app.runtime.asyncdb import database_call
@@ -30,8 +31,12 @@ class Email:
         return bool(settings.EMAIL_BACKEND)
 
     def recipients(self, prompt: Prompt) -> list[Recipient]:
+        return self.reaches(prompt.session.owner_id, when=True)
+
+    def reaches(self, owner_id: int, *, when: bool = False) -> list[Recipient]:
+        """The owner's address if they are emailed at all; ``when``: after the delay they chose
+        (a prompt's mail), else at once (an agent's news)."""
         # One light query on the create path: the owner's address and choice, no model built for them.
-        owner_id = prompt.session.owner_id
         found = (
             get_user_model()
             .objects.filter(pk=owner_id, is_active=True)
@@ -42,7 +47,9 @@ class Email:
             if address:
                 owner = get_user_model()(pk=owner_id, email=address)
                 after = prefs.email_after(owner, Preferences(user_id=owner_id, email_after=chosen))
-                return [] if after is None else [Recipient(address, after)]
+                if after is None:
+                    return []
+                return [Recipient(address, after if when else timedelta(0))]
         return []
 
     async def send(self, address: str, card: Card) -> Ref:
@@ -51,6 +58,9 @@ class Email:
             return {"not_sent": "no longer waiting for this address"}
         await engine.blocking(deliver, mail)
         return {"message_id": mail.message_id}
+
+    async def tell(self, address: str, news: News) -> None:
+        await engine.blocking(deliver, compose_news(news, address))
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         """A sent mail cannot change; its links now say how the prompt was resolved."""

@@ -37,7 +37,7 @@ from django.utils import formats, timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from askuser_app.delivery.chats.base import Permanent, Temporary
+from askuser_app.delivery.chats.base import News, Permanent, Temporary
 from askuser_app.delivery.chats.core import prompt_url
 from askuser_app.domain import contract, prefs, services, textreply, wording
 from askuser_app.models import Preferences, Prompt
@@ -210,6 +210,16 @@ def compose(prompt_id: uuid.UUID, address: str) -> Mail | None:
     message = EmailMultiAlternatives(" ".join(subject.split()), text, to=[address], headers=headers)
     message.attach_alternative(html, "text/html")
     return Mail(message, message_id)
+
+
+def compose_news(news: News, address: str) -> Mail:
+    """A coding agent's news as a short plain mail: the session, what the agent said, its page."""
+    subject = " ".join(f"{news.title}: {news.text}".split())
+    text = f"{news.title}\n\n{news.text}\n\n" + _("Open in askuser: %(url)s") % {"url": news.url} + "\n"
+    message_id = make_msgid("askuser", domain=_domain())
+    headers = {"Message-ID": message_id, "Auto-Submitted": "auto-generated", "X-Auto-Response-Suppress": "All"}
+    cut = subject if len(subject) <= 150 else subject[:149] + "…"
+    return Mail(EmailMultiAlternatives(cut, text, to=[address], headers=headers), message_id)
 
 
 def _refusal(code: int, message: bytes | str) -> str:

@@ -53,7 +53,7 @@ from py_vapid import Vapid
 from pywebpush import WebPusher
 
 from askuser_app.delivery import egress
-from askuser_app.delivery.chats.base import Card, Closed, Permanent, Recipient, Ref, Temporary
+from askuser_app.delivery.chats.base import Card, Closed, News, Permanent, Recipient, Ref, Temporary
 from askuser_app.domain import addresses
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import PushSubscription
@@ -436,8 +436,24 @@ class PushAdapter:
 
     def recipients(self, prompt: Prompt) -> list[Recipient]:
         # On every create: one indexed read, nothing more when the owner has no device.
-        owned = PushSubscription.objects.filter(user_id=prompt.session.owner_id)
+        return self.reaches(prompt.session.owner_id)
+
+    def reaches(self, owner_id: int) -> list[Recipient]:
+        owned = PushSubscription.objects.filter(user_id=owner_id)
         return [Recipient(str(pk), host=host_of(endpoint)) for pk, endpoint in owned.values_list("pk", "endpoint")]
+
+    async def tell(self, address: str, news: News) -> None:
+        if not address.isdigit():
+            raise Permanent(f"not a push subscription: {address!r}")
+        message = {
+            "type": "news",
+            "tag": news.tag,
+            "title": _clip(news.title, MAX_TITLE),
+            "body": _clip(news.text, MAX_BODY),
+            "url": news.url,
+        }
+        if await _push_to(int(address), message) is None:
+            raise Permanent("the device was removed before the notification was sent")
 
     async def send(self, address: str, card: Card) -> Ref:
         if not address.isdigit():
