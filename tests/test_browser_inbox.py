@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 from playwright.sync_api import expect
 
 from askuser_app.models import Prompt
@@ -86,5 +87,63 @@ def test_in_the_inbox_s_skips_and_m_asks_for_more_time(chromium, server, owner, 
     assert Prompt.objects.get(pk=first).extended == 1
     assert Prompt.objects.get(pk=first).result["skipped"] == ["deploy_target"]
     assert Prompt.objects.get(pk=second).status == "pending"
+    person.context.close()
+    assert person.errors == []
+
+
+def permission_request(session_id: str, command: str) -> dict:
+    """A PermissionRequest as Claude Code posts it to an http hook (hooks reference)."""
+    return {
+        "session_id": session_id,
+        "transcript_path": f"/home/alice/.claude/projects/{session_id}.jsonl",
+        "cwd": f"/home/alice/{session_id}",
+        "permission_mode": "default",
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "as the agent asked"},
+    }
+
+
+def test_two_coding_agents_permissions_are_decided_from_the_inbox_with_the_keyboard_alone(
+    chromium,  # noqa: F811
+    server,  # noqa: F811
+    owner,
+    agent_api,  # noqa: F811
+):
+    person = Human(chromium, server, owner, viewport={"width": 1280, "height": 900})
+    page = open_inbox(person)
+    cards = page.locator("#inbox-prompts .inbox-card")
+
+    def hook(event: dict):
+        url = f"{server.url}/api/v1/hooks?wait=30"
+        return agent_api.pool.submit(lambda: httpx.post(url, json=event, headers=agent_api.headers, timeout=60))
+
+    build = hook(permission_request("build-agent", "rm -rf build/"))
+    expect(cards).to_have_count(1, timeout=WAIT_MS)
+    deploy = hook(permission_request("deploy-agent", "git push --force origin main"))
+    expect(cards).to_have_count(2, timeout=WAIT_MS)
+    expect(page.locator("#inbox-prompts")).to_contain_text("rm -rf build/")
+    expect(page.locator("#inbox-prompts")).to_contain_text("git push --force origin main")
+    shot(page, "inbox-permissions")
+
+    # The first card is the first asked (the same deadline, the older first): allow it; deny the other.
+    page.keyboard.press("j")
+    expect(cards.first).to_be_focused()
+    expect(cards.first).to_contain_text("rm -rf build/")
+    page.keyboard.press("1")  # Allow
+    page.keyboard.press("Enter")
+    expect(cards).to_have_count(1, timeout=WAIT_MS)
+    expect(cards.first).to_be_focused()
+    page.keyboard.press("2")  # Deny
+    page.keyboard.press("Enter")
+    expect(page.locator("#inbox-empty")).to_be_visible(timeout=WAIT_MS)
+
+    allowed, denied = build.result(timeout=30), deploy.result(timeout=30)
+    assert allowed.status_code == denied.status_code == 200
+    assert allowed.json() == {
+        "hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}
+    }
+    decision = denied.json()["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny" and "alice" in decision["message"]
     person.context.close()
     assert person.errors == []
