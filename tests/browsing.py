@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from .conftest import log_in
+from tests.conftest import log_in
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="install the test requirements (make test does)")
+try:
+    from playwright import sync_api as playwright_api
+except ImportError:  # the test requirements are not installed (make test installs them)
+    playwright_api = None
 
 CHROMIUM = shutil.which("chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -24,12 +27,17 @@ BROWSER_MARKS = [
     pytest.mark.browser,
     pytest.mark.backend_neutral,
     pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
+    pytest.mark.skipif(
+        playwright_api is None, reason="needs Playwright: install the test requirements (make test does)"
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
+    """The one chromium a module's browser tests share (a pytest plugin of tests/conftest.py)."""
+    assert playwright_api is not None
     # Playwright's sync API keeps an event loop running in this thread, which
     # makes Django refuse the tests' own (synchronous) database calls.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

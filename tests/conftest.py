@@ -26,7 +26,7 @@ from askuser_app.domain import services
 from askuser_app.runtime import realtime
 from askuser_app.server import edge, routing
 
-pytest_plugins = ["tests.servers"]
+pytest_plugins = ["tests.servers", "tests.browsing"]
 
 SCALED = bool(os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"))
 SCALED_REASON = (

@@ -19,7 +19,6 @@ from .test_browser import (
     WAIT_MS,
     Human,
     agent_api,  # noqa: F401  (a fixture)
-    chromium,  # noqa: F401  (a fixture)
     panel_closed,
     panel_open,
     pytestmark,  # noqa: F401  (live, browser, chromium present, transactional database)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
-import shutil
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -23,25 +21,14 @@ from django.utils import timezone
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
+from .browsing import ARGS, BROWSER_MARKS, CHROMIUM, WAIT_MS, playwright_api  # noqa: F401  (a fixture)
 from .chatfake import fake_api  # noqa: F401  (a fixture)
 from .conftest import EXTRAS, PASSWORD, QUESTION, payload
 from .servers import DaphneServer
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="install the test requirements (make test does)")
-
-CHROMIUM = shutil.which("chromium")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-WAIT_MS = 10_000
-
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.browser,
-    # The pushes these pages show are proven over Redis by test_consumers and test_scaled.
-    pytest.mark.backend_neutral,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
-    pytest.mark.django_db(transaction=True),
-]
+# The pushes these pages show are proven over Redis by test_consumers and test_scaled.
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
@@ -49,18 +36,6 @@ def server(server_env):
     daphne = DaphneServer(server_env).start()
     yield daphne
     daphne.stop()
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # Playwright's sync API keeps an event loop running in this thread, which
-    # makes Django refuse the tests' own (synchronous) database calls.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
-    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
 class Human:

@@ -15,7 +15,7 @@ import pytest
 from askuser_app.delivery.chats import core
 from askuser_app.domain import services
 
-from .browsing import BROWSER_MARKS, WAIT_MS, Person, chromium, playwright_api  # noqa: F401  (a fixture)
+from .browsing import BROWSER_MARKS, WAIT_MS, Person, playwright_api
 from .chatfake import WithoutURL, fake_api, slack_without_url, telegram_without_url  # noqa: F401  (fixtures)
 from .conftest import EXTRAS, QUESTION, payload
 
@@ -54,7 +54,7 @@ class Asked:
         return self.waiting.result(timeout=WAIT_MS / 1000)
 
 
-def asked(chromium: Any, chat: WithoutURL, owner, agent, token, pool, *questions) -> Asked:  # noqa: F811
+def asked(chromium: Any, chat: WithoutURL, owner, agent, token, pool, *questions) -> Asked:
     services.post_agent_message(agent, SESSION, "Hi! I'm getting release 2.4 ready.")
     person = Person(chromium, chat.server.url, owner)
     page = person.open(SESSION)
@@ -69,7 +69,7 @@ def asked(chromium: Any, chat: WithoutURL, owner, agent, token, pool, *questions
 
 
 def test_a_tap_in_telegram_closes_the_open_panel_without_a_reload(
-    chromium,  # noqa: F811
+    chromium,
     telegram_without_url: WithoutURL,  # noqa: F811
     owner,
     agent,
@@ -94,7 +94,7 @@ def test_a_tap_in_telegram_closes_the_open_panel_without_a_reload(
 
 
 def test_a_reply_in_slack_closes_the_open_panel_without_a_reload(
-    chromium,  # noqa: F811
+    chromium,
     slack_without_url: WithoutURL,  # noqa: F811
     owner,
     agent,

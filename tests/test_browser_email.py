@@ -15,7 +15,7 @@ from askuser_app.models import Preferences, Prompt
 from .conftest import QUESTION
 from .mailfake import parts, smtp_server  # noqa: F401  (a fixture)
 from .servers import DaphneServer
-from .test_browser import WAIT_MS, Agent, Human, chromium, panel_closed, panel_open  # noqa: F401  (fixtures)
+from .test_browser import WAIT_MS, Agent, Human, panel_closed, panel_open
 from .test_browser import pytestmark as browser_marks
 
 pytestmark = browser_marks
@@ -39,7 +39,7 @@ def mail_server(server_env, smtp_server):  # noqa: F811
 
 
 def test_a_one_tap_link_from_the_mail_confirms_the_answer_and_the_open_panel_closes(
-    chromium,  # noqa: F811
+    chromium,
     mail_server,
     smtp_server,  # noqa: F811
     owner,

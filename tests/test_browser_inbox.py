@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from askuser_app.models import Prompt
 
-from .test_browser import WAIT_MS, Human, agent_api, chromium, pytestmark, server, shot  # noqa: F401  (fixtures)
+from .test_browser import WAIT_MS, Human, agent_api, pytestmark, server, shot  # noqa: F401  (fixtures)
 
 PERMISSION = {
     "id": "permission",
@@ -105,7 +105,7 @@ def permission_request(session_id: str, command: str) -> dict:
 
 
 def test_two_coding_agents_permissions_are_decided_from_the_inbox_with_the_keyboard_alone(
-    chromium,  # noqa: F811
+    chromium,
     server,  # noqa: F811
     owner,
     agent_api,  # noqa: F811

@@ -11,9 +11,8 @@ from . import test_browser
 from .test_browser import CHROMIUM, WAIT_MS, Human, panel_closed, panel_open, shot
 
 # The browser tests' fixtures, found by pytest by these names.
-server, chromium, human, agent_api = (
+server, human, agent_api = (
     test_browser.server,
-    test_browser.chromium,
     test_browser.human,
     test_browser.agent_api,
 )

@@ -9,7 +9,7 @@ import httpx
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
-from .test_browser import WAIT_MS, Human, agent_api, chromium, human, panel_open, pytestmark, server, shot  # noqa: F401  (fixtures)
+from .test_browser import WAIT_MS, Human, agent_api, human, panel_open, pytestmark, server, shot  # noqa: F401  (fixtures)
 
 
 def shown_deadline(page) -> str:

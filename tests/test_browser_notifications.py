@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .test_browser import CHROMIUM, WAIT_MS, Human, agent_api, chromium, panel_open, server, shot  # noqa: F401  (fixtures)
+from .test_browser import CHROMIUM, WAIT_MS, Human, agent_api, panel_open, server, shot  # noqa: F401  (fixtures)
 
 pytestmark = [
     pytest.mark.live,
