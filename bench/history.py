@@ -40,7 +40,7 @@ WITH s AS (
     INSERT INTO askuser_app_prompt (
         id, agent_id, session_id, run_id, status, reason, created_at, timeout_seconds, expires_at,
         resolved_at, resolved_by_id, surface, warnings, result, idempotency_key, request_digest, callback_url,
-        extended
+        extended, hook_event
     )
     SELECT gen_random_uuid(), %(agent)s, numbered.session_id, numbered.run_id,
         CASE WHEN i %% 10 < 8 THEN 'answered' ELSE 'no_answer' END,
@@ -49,16 +49,16 @@ WITH s AS (
         now() - (i * interval '77 seconds') + interval '40 seconds',
         CASE WHEN i %% 10 = 8 THEN NULL ELSE %(owner)s END,
         CASE WHEN i %% 10 = 8 THEN '' ELSE 'web' END,
-        '[]', '{{"status": "answered"}}', '', '', '', 0
+        '[]', '{{"status": "answered"}}', '', '', '', 0, ''
     FROM generate_series(1, %(count)s) i JOIN numbered ON numbered.slot = i %% {SESSIONS}
     RETURNING id, status, created_at
 ), q AS (
-    INSERT INTO askuser_app_question (prompt_id, position, key, header, header_full, text, multi_select)
+    INSERT INTO askuser_app_question (prompt_id, position, key, header, header_full, text, multi_select, detail)
     SELECT p.id, k, 'q' || k, 'Step ' || k, 'Step ' || k || ' of rollout ' || (n %% 1000),
         'Should we ' || ({_array(ACTIONS)})[1 + (n + k) %% {len(ACTIONS)}]
         || ' ' || ({_array(SERVICES)})[1 + (n / 7 + k) %% {len(SERVICES)}] || '-' || (n %% 500)
         || ' to ' || ({_array(TARGETS)})[1 + (n / 3) %% {len(TARGETS)}] || '?',
-        false
+        false, ''
     FROM (SELECT p.*, row_number() OVER () AS n FROM p) p
     CROSS JOIN LATERAL generate_series(0, CASE WHEN p.n %% 4 = 0 THEN 1 ELSE 0 END) k
     RETURNING id, prompt_id
