@@ -5,11 +5,13 @@ base-URL setting (``TELEGRAM_API_URL``, ``SLACK_API_URL``, ``DISCORD_API_URL``).
 The fake records every call and answers each with what the test's route
 returns, so a test asserts the exact payloads the product sent. ``down()``
 makes it answer 503 (or any status) until ``up()``, to show nothing is lost
-while a platform is unreachable.
+while a platform is unreachable. ``Telegram`` gives the fake the Bot API's
+answers, and ``text_update``/``tap_update`` make the updates Telegram posts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import urllib.parse
@@ -144,3 +146,86 @@ def fake_api() -> Iterator[FakeAPI]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --- Telegram's Bot API ------------------------------------------------------------------------
+
+TOKEN = "123456:TEST-token"
+SECRET = "s3cret-webhook-token"
+CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
+DEADLINE = 10
+
+
+class Telegram:
+    """The fake Bot API's answers, and what the tests read back from its calls."""
+
+    def __init__(self, fake: FakeAPI) -> None:
+        self.fake = fake
+        self.ids = iter(range(500, 10_000))
+        self.hold = threading.Event()  # cleared: each answer waits until it is set again
+        self.hold.set()
+        self.held = threading.Event()  # an answer is being held
+        for method in ("sendMessage", "editMessageText"):
+            fake.route("POST", self.path(method), self.message)
+        fake.route("POST", self.path("answerCallbackQuery"), lambda call: (200, {"ok": True, "result": True}))
+        me = {"id": 1, "is_bot": True, "first_name": "askuser", "username": "askuser_test_bot"}
+        fake.route("POST", self.path("getMe"), lambda call: (200, {"ok": True, "result": me}))
+
+    @staticmethod
+    def path(method: str) -> str:
+        return f"/bot{TOKEN}/{method}"
+
+    def message(self, call):
+        if not self.hold.is_set():
+            self.held.set()
+            self.hold.wait(DEADLINE)
+        chat = int(call.body["chat_id"])
+        result = {
+            "message_id": int(call.body.get("message_id") or next(self.ids)),
+            "date": 1_700_000_000,
+            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
+            "text": call.body["text"],
+        }
+        return 200, {"ok": True, "result": result}
+
+    def calls(self, method: str):
+        return self.fake.of(self.path(method))
+
+    async def wait_for(self, method: str, count: int = 1):
+        return await asyncio.to_thread(self.fake.wait_for, self.path(method), count, timeout=DEADLINE)
+
+
+def user(user_id: int = CHAT, name: str = "alice") -> dict:
+    return {"id": user_id, "is_bot": False, "first_name": name.title(), "username": name}
+
+
+def tap_update(update_id: int, message_id: int, data: str, *, user_id: int = CHAT, chat: int = CHAT) -> dict:
+    message = {"message_id": message_id, "date": 1_700_000_000, "chat": {"id": chat, "type": "private"}, "text": "…"}
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"cb-{update_id}",
+            "from": user(user_id),
+            "chat_instance": "ci",
+            "message": message,
+            "data": data,
+        },
+    }
+
+
+def text_update(update_id: int, text: str, *, reply_to: int | None = None, user_id: int = CHAT, chat: int = CHAT):
+    message = {
+        "message_id": 9000 + update_id,
+        "date": 1_700_000_000,
+        "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
+        "from": user(user_id),
+        "text": text,
+    }
+    if reply_to is not None:
+        message["reply_to_message"] = {
+            "message_id": reply_to,
+            "date": 1_700_000_000,
+            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
+            "text": "…",
+        }
+    return {"update_id": update_id, "message": message}

@@ -7,133 +7,24 @@ phone layout are saved in test-artifacts/.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
-import os
-import shutil
 import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import httpx
-import pytest
-from django.test import Client
 from django.utils import timezone
 
 from askuser_app import contract, services
+from askuser_app.chat.telegram import SECRET_HEADER
 from askuser_app.models import Prompt
 
-from .chatfake import fake_api  # noqa: F401  (a fixture)
+from .browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open, shot
+from .chatfake import SECRET, TOKEN, Telegram, tap_update, text_update
 from .conftest import EXTRAS, PASSWORD, QUESTION, payload
 from .servers import DaphneServer
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="install the test requirements (make test does)")
-
-CHROMIUM = shutil.which("chromium")
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-WAIT_MS = 10_000
-
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.browser,
-    # The pushes these pages show are proven over Redis by test_consumers and test_scaled.
-    pytest.mark.backend_neutral,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
-    pytest.mark.django_db(transaction=True),
-]
-
-
-@pytest.fixture(scope="module")
-def server(server_env):
-    daphne = DaphneServer(server_env).start()
-    yield daphne
-    daphne.stop()
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # Playwright's sync API keeps an event loop running in this thread, which
-    # makes Django refuse the tests' own (synchronous) database calls.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
-    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
-
-
-class Human:
-    """A logged-in person with the Control UI open."""
-
-    def __init__(self, chromium, server, user, **context) -> None:
-        self.server = server
-        self.context = chromium.new_context(base_url=server.url, **context)
-        client = Client()
-        client.force_login(user)
-        self.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": server.url}])
-        self.errors: list[str] = []
-
-    def open(self, key: str = "support-42"):
-        page = self.context.new_page()
-        page.on("pageerror", lambda error: self.errors.append(str(error)))
-        page.goto(f"/s/{key}/")
-        page.wait_for_function("() => document.documentElement.classList.contains('js')")
-        page.wait_for_selector(".chat-live[hx-ext='ws']")
-        wait_connected(page)
-        return page
-
-
-def wait_connected(page) -> None:
-    # The socket's first message (the current state) has been swapped in.
-    page.wait_for_function(
-        "() => !!document.querySelector('#timeline-items') && window.htmx !== undefined", timeout=WAIT_MS
-    )
-
-
-@pytest.fixture
-def human(chromium, server, owner, agent):
-    services.post_agent_message(agent, "support-42", "Hi! I'm getting release 2.4 ready.")
-    person = Human(chromium, server, owner, viewport={"width": 1280, "height": 800})
-    yield person
-    person.context.close()
-    assert person.errors == []
-
-
-class Agent:
-    def __init__(self, server, token) -> None:
-        self.server, self.headers = server, {"Authorization": f"Bearer {token}"}
-        self.pool = concurrent.futures.ThreadPoolExecutor(2)
-
-    def ask(self, *questions, **fields) -> str:
-        response = httpx.post(
-            f"{self.server.url}/api/v1/prompts", json=payload(*questions, **fields), headers=self.headers
-        )
-        assert response.status_code == 201, response.text
-        return response.json()["id"]
-
-    def wait(self, prompt_id: str) -> concurrent.futures.Future:
-        url = f"{self.server.url}/api/v1/prompts/{prompt_id}?wait=30"
-        return self.pool.submit(lambda: httpx.get(url, headers=self.headers, timeout=60).json())
-
-
-@pytest.fixture
-def agent_api(server, token):
-    return Agent(server, token)
-
-
-def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / f"{name}.png")
-
-
-def panel_open(page):
-    page.wait_for_selector("#prompt-panel:not([hidden])", timeout=WAIT_MS)
-    return page.locator("#prompt-panel")
-
-
-def panel_closed(page) -> None:
-    page.wait_for_selector("#prompt-panel[hidden]", state="attached", timeout=WAIT_MS)
+pytestmark = MARKS
 
 
 def test_a_prompt_arrives_live_is_answered_with_the_mouse_and_the_agent_gets_the_result(human, agent_api):
@@ -567,12 +458,8 @@ def test_a_person_links_telegram_on_the_chat_apps_page_and_a_tap_there_closes_th
     server_env,
     owner,
     token,
-    fake_api,  # noqa: F811
+    fake_api,
 ):
-    from askuser_app.chat.telegram import SECRET_HEADER
-
-    from .test_chat_telegram import SECRET, TOKEN, Telegram, tap_update, text_update
-
     telegram = Telegram(fake_api)
     env = {
         **server_env,

@@ -21,58 +21,13 @@ from askuser_app.chat import core, outbox
 from askuser_app.chat.telegram import SECRET_HEADER, adapter
 from askuser_app.models import ChatAttempt, ChatLink, ChatMessage, LinkCode, Prompt, SeenEvent
 
-from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
-from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
+from .chatfake import CHAT, DEADLINE, SECRET, TOKEN, Telegram, tap_update, text_update
+from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload, until_async, until_sync
 from .servers import DaphneServer
-from .test_client import until, until_async
-
-TOKEN = "123456:TEST-token"
-SECRET = "s3cret-webhook-token"
-CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
-DEADLINE = 10
-
-
-class Telegram:
-    """The fake Bot API's answers, and what the tests read back from its calls."""
-
-    def __init__(self, fake: FakeAPI) -> None:
-        self.fake = fake
-        self.ids = iter(range(500, 10_000))
-        self.hold = threading.Event()  # cleared: each answer waits until it is set again
-        self.hold.set()
-        self.held = threading.Event()  # an answer is being held
-        for method in ("sendMessage", "editMessageText"):
-            fake.route("POST", self.path(method), self.message)
-        fake.route("POST", self.path("answerCallbackQuery"), lambda call: (200, {"ok": True, "result": True}))
-        me = {"id": 1, "is_bot": True, "first_name": "askuser", "username": "askuser_test_bot"}
-        fake.route("POST", self.path("getMe"), lambda call: (200, {"ok": True, "result": me}))
-
-    @staticmethod
-    def path(method: str) -> str:
-        return f"/bot{TOKEN}/{method}"
-
-    def message(self, call):
-        if not self.hold.is_set():
-            self.held.set()
-            self.hold.wait(DEADLINE)
-        chat = int(call.body["chat_id"])
-        result = {
-            "message_id": int(call.body.get("message_id") or next(self.ids)),
-            "date": 1_700_000_000,
-            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
-            "text": call.body["text"],
-        }
-        return 200, {"ok": True, "result": result}
-
-    def calls(self, method: str):
-        return self.fake.of(self.path(method))
-
-    async def wait_for(self, method: str, count: int = 1):
-        return await asyncio.to_thread(self.fake.wait_for, self.path(method), count, timeout=DEADLINE)
 
 
 @pytest.fixture
-def telegram(settings, fake_api):  # noqa: F811
+def telegram(settings, fake_api):
     settings.TELEGRAM_BOT_TOKEN = TOKEN
     settings.TELEGRAM_WEBHOOK_SECRET = SECRET
     settings.TELEGRAM_API_URL = fake_api.url
@@ -106,42 +61,6 @@ async def post_update(update: dict, *, secret: str = SECRET, raw: bytes | None =
     headers = {SECRET_HEADER: secret, "Content-Type": "application/json"}
     request = asgi_request("POST", "/chat/telegram/webhook", content=body, headers=headers)
     return await asyncio.wait_for(request, DEADLINE)  # a stuck handler fails the test, never hangs it
-
-
-def user(user_id: int = CHAT, name: str = "alice") -> dict:
-    return {"id": user_id, "is_bot": False, "first_name": name.title(), "username": name}
-
-
-def tap_update(update_id: int, message_id: int, data: str, *, user_id: int = CHAT, chat: int = CHAT) -> dict:
-    message = {"message_id": message_id, "date": 1_700_000_000, "chat": {"id": chat, "type": "private"}, "text": "…"}
-    return {
-        "update_id": update_id,
-        "callback_query": {
-            "id": f"cb-{update_id}",
-            "from": user(user_id),
-            "chat_instance": "ci",
-            "message": message,
-            "data": data,
-        },
-    }
-
-
-def text_update(update_id: int, text: str, *, reply_to: int | None = None, user_id: int = CHAT, chat: int = CHAT):
-    message = {
-        "message_id": 9000 + update_id,
-        "date": 1_700_000_000,
-        "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
-        "from": user(user_id),
-        "text": text,
-    }
-    if reply_to is not None:
-        message["reply_to_message"] = {
-            "message_id": reply_to,
-            "date": 1_700_000_000,
-            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
-            "text": "…",
-        }
-    return {"update_id": update_id, "message": message}
 
 
 @database_call
@@ -516,7 +435,7 @@ def test_the_settings_page_gives_a_code_with_the_step_to_take_and_unlinks(telegr
     assert not ChatLink.objects.exists() and "Unlinked from Telegram." in unlinked.content.decode()
 
 
-def test_how_to_link_falls_back_to_the_plain_step_when_telegram_cannot_say(settings, fake_api):  # noqa: F811
+def test_how_to_link_falls_back_to_the_plain_step_when_telegram_cannot_say(settings, fake_api):
     settings.TELEGRAM_BOT_TOKEN = "999:unknown"
     settings.TELEGRAM_API_URL = fake_api.url  # no getMe route: 404
 
@@ -551,7 +470,7 @@ async def test_polling_reads_updates_without_a_public_url(telegram, linked, toke
 
 
 @pytest.mark.live
-def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, fake_api, linked, token):  # noqa: F811
+def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, fake_api, linked, token):
     telegram = Telegram(fake_api)
     env = {**server_env, "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_WEBHOOK_SECRET": SECRET}
     env |= {"TELEGRAM_API_URL": fake_api.url, "ASKUSER_CHAT_TIMEOUT": "1"}
@@ -566,7 +485,7 @@ def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, f
         try:
             sent = fake_api.wait_for(Telegram.path("sendMessage"), 2, timeout=DEADLINE)
             prompt_id = created.json()["id"]
-            until(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").exists())
+            until_sync(lambda: ChatMessage.objects.filter(prompt_id=prompt_id, state="sent").exists())
         finally:
             second.stop()
     finally:

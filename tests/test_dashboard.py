@@ -12,7 +12,9 @@ from django.utils import timezone
 from askuser_app import history, services
 from askuser_app.models import Prompt
 
-from .test_admin import DASHBOARD, ask, backdate, page, words
+from .conftest import ask, backdate, page, words
+
+DASHBOARD = "/admin/askuser_app/prompt/dashboard/"
 
 
 def midnight():

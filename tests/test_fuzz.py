@@ -26,7 +26,7 @@ from schemathesis.specs.openapi.checks import (
 from askuser_app.client import verify_signature
 from askuser_app.models import Message, Prompt, Session
 
-from .conftest import QUESTION, payload
+from .conftest import QUESTION, connect, payload
 from .servers import DaphneServer
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -258,8 +258,6 @@ QUERY_VALUE = st.one_of(
 
 
 async def socket_outcome(owner, key: str, query: str) -> tuple[bool, Any]:
-    from .test_consumers import connect
-
     socket = await connect(f"/ws/sessions/{quote(key, safe='')}/?{query}", owner)
     connected, code = await socket.connect(timeout=10)
     if connected:

@@ -37,8 +37,7 @@ from askuser_app.chat.base import Temporary
 from askuser_app.models import ChatMessage, Prompt, PushSubscription
 from controlui import settings as project_settings
 
-from .conftest import EXTRAS, QUESTION, payload
-from .test_client import until_async
+from .conftest import EXTRAS, QUESTION, payload, until_async
 
 DEADLINE = 10
 CHROME_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
