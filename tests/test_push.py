@@ -38,6 +38,7 @@ from askuser_app.models import ChatMessage, Prompt, PushSubscription
 from controlui import settings as project_settings
 
 from .conftest import EXTRAS, QUESTION, payload, until_async
+from .servers import serve_in_thread
 
 DEADLINE = 10
 CHROME_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
@@ -185,14 +186,12 @@ def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
     settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
     settings.ASKUSER_CHAT_RETRY_BASE = 0.05
     service.hold.set()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    stop = serve_in_thread(server)
     try:
         yield service
     finally:
         service.hold.set()
-        server.shutdown()
-        server.server_close()
+        stop()
 
 
 def subscribed(user: Any, browser: Browser, device: str = "Chrome on Linux") -> PushSubscription:
