@@ -112,6 +112,31 @@ class DaphneServer:
                 self.kill()
 
 
+class RedisServer:
+    """A Redis server of a test's own: restarting it disturbs nobody else, and what it
+    counts (connections, keys) is that test's alone, whatever other workers do meanwhile."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> RedisServer:
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        ping = ["redis-cli", "-p", str(self.port), "ping"]
+        while subprocess.run(ping, capture_output=True).stdout.strip() != b"PONG":
+            assert time.monotonic() < deadline, "redis did not start"
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+
 @pytest.fixture(scope="session")
 def server_env(django_db_setup, tmp_path_factory) -> dict[str, str]:
     from django.conf import settings

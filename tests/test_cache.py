@@ -4,40 +4,49 @@ in every other."""
 
 from __future__ import annotations
 
-import os
+import shutil
 
 import httpx
 import pytest
 import redis
 from django.contrib.sessions.backends.cached_db import KEY_PREFIX
-from django.core.cache import cache
 from django.test import Client
 
 from .conftest import SCALED, SCALED_REASON
+from .servers import DaphneServer, RedisServer
 
 pytestmark = [pytest.mark.scaled, pytest.mark.skipif(not SCALED, reason=SCALED_REASON)]
 
 
-def connections_made() -> int:
-    """How many connections Redis has accepted since it started (this one too)."""
-    with redis.Redis.from_url(os.environ["REDIS_URL"]) as server:
+def connections_made(url: str) -> int:
+    """How many connections the Redis at ``url`` has accepted since it started (this one too)."""
+    with redis.Redis.from_url(url) as server:
         made: int = server.info("stats")["total_connections_received"]
     return made
 
 
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs the redis-server program")
 @pytest.mark.django_db(transaction=True)
-def test_a_servers_requests_share_one_pool_of_connections_to_redis(owner, start_server):
-    server = start_server()
-    browser = Client()
-    browser.force_login(owner)
-    with httpx.Client(base_url=server.url, cookies={"sessionid": browser.cookies["sessionid"].value}) as pages:
-        assert pages.get("/").status_code == 200  # the process's first connection
-        before = connections_made()
-        # Each request reads its login from the cache, in an async context of its own.
-        assert all(pages.get("/").status_code == 200 for _ in range(20))
+def test_a_servers_requests_share_one_pool_of_connections_to_redis(owner, server_env):
+    # A Redis of the test's own: Redis counts every client's connections, other tests' servers' too.
+    own_redis = RedisServer().start()
+    server = DaphneServer({**server_env, "REDIS_URL": own_redis.url}).start()
+    try:
+        browser = Client()
+        browser.force_login(owner)
+        session = browser.cookies["sessionid"].value
+        with httpx.Client(base_url=server.url, cookies={"sessionid": session}) as pages:
+            assert pages.get("/").status_code == 200  # the process's first connection
+            before = connections_made(own_redis.url)
+            # Each request reads its login from the cache, in an async context of its own.
+            assert all(pages.get("/").status_code == 200 for _ in range(20))
 
-    assert connections_made() - before <= 2  # the count's own, and at most one more
-    assert cache.get(KEY_PREFIX + browser.cookies["sessionid"].value) is not None  # where cached_db keeps it
+        assert connections_made(own_redis.url) - before <= 2  # the count's own, and at most one more
+        with redis.Redis.from_url(own_redis.url) as kept:
+            assert kept.keys(f"*:{KEY_PREFIX}{session}")  # where cached_db keeps it
+    finally:
+        server.stop()
+        own_redis.stop()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -15,8 +15,6 @@ import contextlib
 import os
 import random
 import shutil
-import signal
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -33,7 +31,7 @@ from askuser_app.client import AskUserClient, ConflictError
 from askuser_app.models import Prompt, PromptEvent
 
 from .conftest import QUESTION, SCALED, SCALED_REASON, log_in, make_user
-from .servers import DaphneServer, free_port
+from .servers import DaphneServer, RedisServer
 
 AGENTS = 50
 PROMPTS = int(os.environ.get("ASKUSER_SOAK_PROMPTS", "500"))
@@ -55,29 +53,6 @@ pytestmark = [
 PLANS = ["web"] * 55 + ["text"] * 20 + ["cancel"] * 12 + ["abort"] * 13
 SLOW_PLANS = ["expire", "deadline", "extend"]
 EXTEND_SECONDS = 2  # what each More time adds in the soak's servers
-
-
-class Redis:
-    """A Redis server of this test's own, so restarting it disturbs nobody else."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Redis:
-        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        ping = ["redis-cli", "-p", str(self.port), "ping"]
-        while subprocess.run(ping, capture_output=True).stdout.strip() != b"PONG":
-            assert time.monotonic() < deadline, "redis did not start"
-            time.sleep(0.05)
-        return self
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
 
 
 @dataclass
@@ -173,10 +148,10 @@ class Human:
 
 
 def test_no_prompt_is_lost_or_doubled_through_kills_and_restarts(server_env):
-    redis = Redis().start()
+    redis = RedisServer().start()
     env = {
         **server_env,
-        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+        "REDIS_URL": redis.url,
         "ASKUSER_RATE_LIMIT": "0",
         "ASKUSER_EXTEND_SECONDS": str(EXTEND_SECONDS),
     }
@@ -207,7 +182,7 @@ def test_no_prompt_is_lost_or_doubled_through_kills_and_restarts(server_env):
     check_outcomes(tally, total=per_agent * AGENTS)
 
 
-def inject_faults(servers: list[DaphneServer], redis: Redis, tally: Tally, total: int) -> None:
+def inject_faults(servers: list[DaphneServer], redis: RedisServer, tally: Tally, total: int) -> None:
     """Kill server 0 once a third of the prompts resolved; restart Redis at two thirds."""
     started = time.monotonic()
     wait_for(lambda: tally.resolved() >= total // 3)
