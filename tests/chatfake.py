@@ -11,11 +11,13 @@ while a platform is unreachable.
 test hands it an update) and ``FakeSlack`` a Socket Mode end (``FakeSocketMode``)
 beside Slack's Web API, for a server that fetches its events because it has no
 public URL: ``telegram_without_url`` and ``slack_without_url`` start one, a
-Daphne process in the embedded mode as ``make run`` serves it.
+Daphne process in the embedded mode as ``make run`` serves it;
+``text_update``/``tap_update`` make the updates Telegram posts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import hashlib
@@ -33,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from .servers import DaphneServer
+from tests.servers import DaphneServer
 
 
 @dataclass
@@ -255,17 +257,27 @@ class FakeSocketMode:
                 end.close()
 
 
+TOKEN = "123456:TEST-token"
+SECRET = "s3cret-webhook-token"
+CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
+DEADLINE = 10
+
+
 class FakeTelegram:
     """The Bot API methods askuser calls, on ``fake``, for the bot ``token``: messages get ids,
     and ``getUpdates`` is held, as Telegram's long poll is, until ``deliver`` gives it an
-    update past the poll's offset, its ``timeout`` runs out, or ``close`` ends every poll."""
+    update past the poll's offset, its ``timeout`` runs out, or ``close`` ends every poll.
+    Clearing ``hold`` holds each message's answer until it is set again (``held`` tells)."""
 
-    def __init__(self, fake: FakeAPI, token: str) -> None:
+    def __init__(self, fake: FakeAPI, token: str = TOKEN) -> None:
         self.fake, self.token = fake, token
         self.ids = itertools.count(500)
         self.updates: list[dict[str, Any]] = []
         self.closed = False
         self.changed = threading.Condition()
+        self.hold = threading.Event()  # cleared: each answer waits until it is set again
+        self.hold.set()
+        self.held = threading.Event()  # an answer is being held
         for method in ("sendMessage", "editMessageText"):
             fake.route("POST", self.path(method), self._message)
         fake.route("POST", self.path("answerCallbackQuery"), lambda call: (200, {"ok": True, "result": True}))
@@ -279,8 +291,12 @@ class FakeTelegram:
     def calls(self, method: str) -> list[Call]:
         return self.fake.of(self.path(method))
 
-    def wait_for(self, method: str, count: int = 1, timeout: float = 10.0) -> list[Call]:
+    def wait_for(self, method: str, count: int = 1, timeout: float = DEADLINE) -> list[Call]:
         return self.fake.wait_for(self.path(method), count, timeout=timeout)
+
+    async def arrived(self, method: str, count: int = 1) -> list[Call]:
+        """``wait_for``, from a test's event loop."""
+        return await asyncio.to_thread(self.wait_for, method, count)
 
     def deliver(self, update: dict[str, Any]) -> None:
         with self.changed:
@@ -293,6 +309,9 @@ class FakeTelegram:
             self.changed.notify_all()
 
     def _message(self, call: Call) -> tuple[int, Any]:
+        if not self.hold.is_set():
+            self.held.set()
+            self.hold.wait(DEADLINE)
         chat = int(call.body["chat_id"])
         result = {
             "message_id": int(call.body.get("message_id") or next(self.ids)),
@@ -339,7 +358,6 @@ class FakeSlack:
         self.socket.close()
 
 
-TELEGRAM_TOKEN = "123456:TEST-token"
 SLACK_SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 
 
@@ -370,8 +388,8 @@ def _started(env: dict[str, str], app: Any) -> Iterator[WithoutURL]:
 @pytest.fixture
 def telegram_without_url(server_env, fake_api) -> Iterator[WithoutURL]:
     """``make run`` with ``TELEGRAM_BOT_TOKEN`` and no ``TELEGRAM_WEBHOOK_SECRET``."""
-    app = FakeTelegram(fake_api, TELEGRAM_TOKEN)
-    env = {**embedded(server_env), "TELEGRAM_BOT_TOKEN": TELEGRAM_TOKEN, "TELEGRAM_API_URL": fake_api.url}
+    app = FakeTelegram(fake_api)
+    env = {**embedded(server_env), "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_API_URL": fake_api.url}
     env.pop("TELEGRAM_WEBHOOK_SECRET", None)
     yield from _started(env, app)
 
@@ -383,3 +401,45 @@ def slack_without_url(server_env, fake_api) -> Iterator[WithoutURL]:
     env = {**embedded(server_env), "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SLACK_SIGNING_SECRET}
     env |= {"SLACK_APP_TOKEN": "xapp-test", "SLACK_API_URL": app.api_url}
     yield from _started(env, app)
+
+    def calls(self, method: str):
+        return self.fake.of(self.path(method))
+
+    async def wait_for(self, method: str, count: int = 1):
+        return await asyncio.to_thread(self.fake.wait_for, self.path(method), count, timeout=DEADLINE)
+
+
+def user(user_id: int = CHAT, name: str = "alice") -> dict:
+    return {"id": user_id, "is_bot": False, "first_name": name.title(), "username": name}
+
+
+def tap_update(update_id: int, message_id: int, data: str, *, user_id: int = CHAT, chat: int = CHAT) -> dict:
+    message = {"message_id": message_id, "date": 1_700_000_000, "chat": {"id": chat, "type": "private"}, "text": "…"}
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"cb-{update_id}",
+            "from": user(user_id),
+            "chat_instance": "ci",
+            "message": message,
+            "data": data,
+        },
+    }
+
+
+def text_update(update_id: int, text: str, *, reply_to: int | None = None, user_id: int = CHAT, chat: int = CHAT):
+    message = {
+        "message_id": 9000 + update_id,
+        "date": 1_700_000_000,
+        "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
+        "from": user(user_id),
+        "text": text,
+    }
+    if reply_to is not None:
+        message["reply_to_message"] = {
+            "message_id": reply_to,
+            "date": 1_700_000_000,
+            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
+            "text": "…",
+        }
+    return {"update_id": update_id, "message": message}

@@ -5,16 +5,21 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import html
 import json
 import os
+import re
 import shutil
+import time
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 import redis
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import channel_layers
+from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
@@ -22,11 +27,13 @@ from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.test import Client
 
-from askuser_app.domain import services
+from askuser_app.domain import contract, services
+from askuser_app.models import Prompt
 from askuser_app.runtime import realtime
+from askuser_app.runtime.asyncdb import database_call
 from askuser_app.server import edge, routing
 
-pytest_plugins = ["tests.servers", "tests.browsing"]
+pytest_plugins = ["tests.servers", "tests.chatfake", "tests.mailfake", "tests.browsers"]
 
 SCALED = bool(os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"))
 SCALED_REASON = (
@@ -69,6 +76,13 @@ def payload(*questions: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return body
 
 
+DEADLINE = 20  # seconds any awaited condition may take before the test fails
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
 async def until(condition, within: float = 10) -> None:
     """Yield to the event loop until ``condition()`` holds; fail after ``within`` seconds."""
     loop = asyncio.get_running_loop()
@@ -76,6 +90,99 @@ async def until(condition, within: float = 10) -> None:
     while not condition():
         assert loop.time() < end, "condition not reached in time"
         await asyncio.sleep(0.005)
+
+
+def until_sync(condition, within: float = DEADLINE) -> None:
+    """Block until ``condition()`` holds (what another process or thread does); fail after ``within`` seconds."""
+    end = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < end, "condition not reached in time"
+        time.sleep(0.02)
+
+
+async def until_async(find, within: float = DEADLINE):
+    """Poll the database (in a thread) until ``find()`` returns something."""
+    end = time.monotonic() + within
+    while (found := await sync_to_async(find)()) is None:
+        assert time.monotonic() < end, "condition not reached in time"
+        await asyncio.sleep(0.02)
+    return found
+
+
+def pending_prompt(session: str = "support-42") -> Prompt | None:
+    return Prompt.objects.filter(session__key=session, status="pending").first()
+
+
+def ask(agent, *questions, session="support-42", **fields) -> Prompt:
+    """A prompt asked in this process, through the domain, not the API."""
+    return services.ask(agent, contract.parse_create(payload(*questions, session=session, **fields))).prompt
+
+
+ask_async = database_call(ask)
+
+
+def parked(prompt: Prompt, count: int = 1):
+    """True once ``count`` requests wait on the prompt's group in this process."""
+    group = realtime.prompt_group(prompt.pk)
+    return lambda: len(realtime.hub().inboxes.get(group, ())) >= count
+
+
+def start_wait(token: str, prompt: Prompt, wait: float = 30) -> asyncio.Task:
+    """An agent's long-poll on ``prompt``, through the ASGI application."""
+    return asyncio.ensure_future(asgi_get(f"/api/v1/prompts/{prompt.pk}?wait={wait}", auth(token)))
+
+
+def wait_until_parked(server, count: int = 1) -> None:
+    """Until ``count`` waits are parked in a Daphne process (its ``/healthz`` counts them)."""
+    deadline = time.monotonic() + 10
+    while httpx.get(f"{server.url}/healthz").json()["waiting"] < count:
+        assert time.monotonic() < deadline, "the wait never parked"
+        time.sleep(0.01)
+
+
+def cookie_for(user) -> str:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+async def connect(
+    path: str, user=None, origin: str = "http://127.0.0.1", host: str = "127.0.0.1", extra=()
+) -> WebsocketCommunicator:
+    """A socket to the ASGI application, logged in as ``user`` when given (not yet connected)."""
+    from controlui.asgi import application
+
+    headers = [(b"origin", origin.encode()), (b"host", host.encode()), *extra]
+    if user is not None:
+        headers.append((b"cookie", (await database_call(cookie_for)(user)).encode()))
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+async def opened(path: str, user) -> WebsocketCommunicator:
+    """A connected socket that has received the state as of joining."""
+    socket = await connect(path, user)
+    connected, _ = await socket.connect(timeout=DEADLINE)
+    assert connected
+    await socket.receive_from(timeout=DEADLINE)  # the state as of joining
+    return socket
+
+
+def page(response) -> str:
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def words(body: str) -> str:
+    """The page's text as a reader sees it: no tags, single spaces."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def backdate(prompt: Prompt, created, took: timedelta | None = None) -> None:
+    """Move a prompt in time (a test's way of having a history)."""
+    fields = {"created_at": created, "expires_at": created + timedelta(seconds=prompt.timeout_seconds)}
+    if took is not None:
+        fields["resolved_at"] = created + took
+    Prompt.objects.filter(pk=prompt.pk).update(**fields)
 
 
 @pytest.fixture(autouse=True)
@@ -300,8 +407,6 @@ def api(token) -> AgentClient:
 @pytest.fixture
 def asked(api):
     """A pending prompt, created through the API."""
-    from askuser_app.models import Prompt
-
     response = api.ask()
     assert response.status_code == 201, response.content
     return Prompt.objects.get(pk=response.json()["id"])

@@ -3,7 +3,6 @@ and answers RCPT or DATA with a chosen refusal when told to."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from email import message_from_bytes, policy
@@ -13,11 +12,7 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from .servers import free_port
 
 
 class Inbox:

@@ -14,16 +14,10 @@ import pytest
 from askuser_app.domain import services
 from askuser_app.models import Prompt
 
+from .browsers import MARKS, WAIT_MS, Human, panel_closed, panel_open
 from .conftest import EXTRAS, QUESTION
-from .test_browser import (
-    WAIT_MS,
-    Human,
-    agent_api,  # noqa: F401  (a fixture)
-    panel_closed,
-    panel_open,
-    pytestmark,  # noqa: F401  (live, browser, chromium present, transactional database)
-    server,  # noqa: F401  (a fixture)
-)
+
+pytestmark = MARKS
 
 axe_api = pytest.importorskip("axe_playwright_python.sync_playwright", reason="install the test requirements")
 
@@ -45,7 +39,7 @@ def violations(page) -> list[str]:
 
 
 @pytest.fixture
-def person(chromium, server, owner, agent):  # noqa: F811
+def person(chromium, server, owner, agent):
     """Opens a logged-in browser context on demand; closes each and checks no script failed."""
     services.post_agent_message(agent, "support-42", "Hi! I'm getting release 2.4 ready.")
     opened: list[Human] = []
@@ -157,7 +151,7 @@ VIEWS = [
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("view", VIEWS, ids=[view.__name__ for view in VIEWS])
-def test_axe_finds_nothing_serious(person, agent_api, view, scheme):  # noqa: F811
+def test_axe_finds_nothing_serious(person, agent_api, view, scheme):
     page = view(person, agent_api.ask, scheme)
     assert page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") is (scheme == "dark")
 
@@ -177,7 +171,7 @@ def active(page) -> dict:
     )
 
 
-def test_a_new_prompt_is_announced_politely(person, agent_api):  # noqa: F811
+def test_a_new_prompt_is_announced_politely(person, agent_api):
     page = person().open()
     region = page.locator("[aria-live=polite][data-announcer]")
     assert region.count() == 1 and region.inner_text() == ""
@@ -190,7 +184,7 @@ def test_a_new_prompt_is_announced_politely(person, agent_api):  # noqa: F811
     assert page.locator("#prompt-panel").evaluate("e => e.closest('[aria-live]')") is None  # said once, not re-read
 
 
-def test_the_options_are_a_named_radiogroup_then_a_named_group_of_checkboxes(person, agent_api):  # noqa: F811
+def test_the_options_are_a_named_radiogroup_then_a_named_group_of_checkboxes(person, agent_api):
     page = person().open()
     agent_api.ask(QUESTION, EXTRAS)
     panel = panel_open(page)
@@ -208,7 +202,7 @@ def test_the_options_are_a_named_radiogroup_then_a_named_group_of_checkboxes(per
     assert panel.get_by_role("textbox", name="Other").count() == 1
 
 
-def test_focus_moves_into_the_panel_when_it_opens_and_to_the_composer_when_it_is_answered(person, agent_api):  # noqa: F811
+def test_focus_moves_into_the_panel_when_it_opens_and_to_the_composer_when_it_is_answered(person, agent_api):
     page = person().open()
     prompt_id = agent_api.ask(QUESTION)
     waiting = agent_api.wait(prompt_id)
@@ -224,7 +218,7 @@ def test_focus_moves_into_the_panel_when_it_opens_and_to_the_composer_when_it_is
     page.wait_for_function("() => document.activeElement.id === 'composer-text'", timeout=WAIT_MS)
 
 
-def test_the_standard_keys_alone_answer_a_multi_select_question(person, agent_api):  # noqa: F811
+def test_the_standard_keys_alone_answer_a_multi_select_question(person, agent_api):
     page = person().open()
     prompt_id = agent_api.ask(EXTRAS)
     waiting = agent_api.wait(prompt_id)
@@ -242,7 +236,7 @@ def test_the_standard_keys_alone_answer_a_multi_select_question(person, agent_ap
     page.wait_for_function("() => document.activeElement.id === 'composer-text'", timeout=WAIT_MS)
 
 
-def test_focus_returns_to_the_composer_when_the_agent_cancels(person, agent_api):  # noqa: F811
+def test_focus_returns_to_the_composer_when_the_agent_cancels(person, agent_api):
     page = person().open()
     prompt_id = agent_api.ask(QUESTION)
     panel_open(page)
@@ -254,7 +248,7 @@ def test_focus_returns_to_the_composer_when_the_agent_cancels(person, agent_api)
     page.wait_for_function("() => document.activeElement.id === 'composer-text'", timeout=WAIT_MS)
 
 
-def test_collapsing_gives_focus_to_the_composer_and_expanding_takes_it_back(person, agent_api):  # noqa: F811
+def test_collapsing_gives_focus_to_the_composer_and_expanding_takes_it_back(person, agent_api):
     page = person().open()
     agent_api.ask(QUESTION, EXTRAS)
     panel_open(page)
@@ -271,7 +265,7 @@ def test_collapsing_gives_focus_to_the_composer_and_expanding_takes_it_back(pers
     assert page.get_by_role("button", name="Hide the question").get_attribute("aria-expanded") == "true"
 
 
-def test_the_countdown_is_not_announced_every_second(person, agent_api):  # noqa: F811
+def test_the_countdown_is_not_announced_every_second(person, agent_api):
     page = person().open()
     agent_api.ask(QUESTION)
     panel_open(page)
@@ -296,7 +290,7 @@ def chevron_motion(page) -> tuple[str, str]:
     )
 
 
-def test_motion_stops_when_the_system_asks_for_less(person, agent_api):  # noqa: F811
+def test_motion_stops_when_the_system_asks_for_less(person, agent_api):
     moving, still = person().open(), person(reduced_motion="reduce").open()
     agent_api.ask(QUESTION)
     panel_open(moving)

@@ -25,8 +25,7 @@ from askuser_app.runtime.asyncdb import database_call
 from askuser_app.staff import history
 from askuser_app.staff.admin import BoundedPaginator, PromptAdmin
 
-from .conftest import QUESTION, AgentClient, make_user, payload
-from .test_wait import DEADLINE, parked, start_wait, until
+from .conftest import DEADLINE, QUESTION, AgentClient, ask, backdate, make_user, page, parked, start_wait, until, words
 
 PROMPTS = "/admin/askuser_app/prompt/"
 EXPORT = "/admin/askuser_app/prompt/export.csv"
@@ -41,27 +40,13 @@ BRANCH = {
 }
 
 
-def ask(agent, *questions, session="support-42", **fields) -> Prompt:
-    return services.ask(agent, contract.parse_create(payload(*questions, session=session, **fields))).prompt
-
-
 def detail_url(prompt: Prompt) -> str:
     return f"{PROMPTS}{prompt.pk}/change/"
-
-
-def page(response) -> str:
-    assert response.status_code == 200, response.status_code
-    return response.content.decode()
 
 
 def rows_of(response) -> list[dict[str, str]]:
     assert response.status_code == 200, response.content
     return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
-
-
-def words(body: str) -> str:
-    """The page's text as a reader sees it: no tags, single spaces."""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
 
 
 def sessions_listed(listing: str) -> list[str]:
@@ -71,14 +56,6 @@ def sessions_listed(listing: str) -> list[str]:
 
 def messages_of(response) -> list[str]:
     return [str(m) for m in response.context["messages"]]
-
-
-def backdate(prompt: Prompt, created, took: timedelta | None = None) -> None:
-    """Move a prompt in time (a test's way of having a history)."""
-    fields = {"created_at": created, "expires_at": created + timedelta(seconds=prompt.timeout_seconds)}
-    if took is not None:
-        fields["resolved_at"] = created + took
-    Prompt.objects.filter(pk=prompt.pk).update(**fields)
 
 
 @pytest.fixture

@@ -7,108 +7,24 @@ phone layout are saved in test-artifacts/.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import httpx
-import pytest
-from django.test import Client
 from django.utils import timezone
 
+from askuser_app.delivery.chats.telegram import SECRET_HEADER
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
-from .browsing import ARGS, BROWSER_MARKS, CHROMIUM, WAIT_MS, playwright_api  # noqa: F401  (a fixture)
-from .chatfake import fake_api  # noqa: F401  (a fixture)
+from .browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open, shot
+from .chatfake import SECRET, TOKEN, FakeTelegram, tap_update, text_update
 from .conftest import EXTRAS, PASSWORD, QUESTION, payload
 from .servers import DaphneServer
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-# The pushes these pages show are proven over Redis by test_consumers and test_scaled.
-pytestmark = BROWSER_MARKS
-
-
-@pytest.fixture(scope="module")
-def server(server_env):
-    daphne = DaphneServer(server_env).start()
-    yield daphne
-    daphne.stop()
-
-
-class Human:
-    """A logged-in person with the Control UI open."""
-
-    def __init__(self, chromium, server, user, **context) -> None:
-        self.server = server
-        self.context = chromium.new_context(base_url=server.url, **context)
-        client = Client()
-        client.force_login(user)
-        self.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": server.url}])
-        self.errors: list[str] = []
-
-    def open(self, key: str = "support-42"):
-        page = self.context.new_page()
-        page.on("pageerror", lambda error: self.errors.append(str(error)))
-        page.goto(f"/s/{key}/")
-        page.wait_for_function("() => document.documentElement.classList.contains('js')")
-        page.wait_for_selector(".chat-live[hx-ext='ws']")
-        wait_connected(page)
-        return page
-
-
-def wait_connected(page) -> None:
-    # The socket's first message (the current state) has been swapped in.
-    page.wait_for_function(
-        "() => !!document.querySelector('#timeline-items') && window.htmx !== undefined", timeout=WAIT_MS
-    )
-
-
-@pytest.fixture
-def human(chromium, server, owner, agent):
-    services.post_agent_message(agent, "support-42", "Hi! I'm getting release 2.4 ready.")
-    person = Human(chromium, server, owner, viewport={"width": 1280, "height": 800})
-    yield person
-    person.context.close()
-    assert person.errors == []
-
-
-class Agent:
-    def __init__(self, server, token) -> None:
-        self.server, self.headers = server, {"Authorization": f"Bearer {token}"}
-        self.pool = concurrent.futures.ThreadPoolExecutor(2)
-
-    def ask(self, *questions, **fields) -> str:
-        response = httpx.post(
-            f"{self.server.url}/api/v1/prompts", json=payload(*questions, **fields), headers=self.headers
-        )
-        assert response.status_code == 201, response.text
-        return response.json()["id"]
-
-    def wait(self, prompt_id: str) -> concurrent.futures.Future:
-        url = f"{self.server.url}/api/v1/prompts/{prompt_id}?wait=30"
-        return self.pool.submit(lambda: httpx.get(url, headers=self.headers, timeout=60).json())
-
-
-@pytest.fixture
-def agent_api(server, token):
-    return Agent(server, token)
-
-
-def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / f"{name}.png")
-
-
-def panel_open(page):
-    page.wait_for_selector("#prompt-panel:not([hidden])", timeout=WAIT_MS)
-    return page.locator("#prompt-panel")
-
-
-def panel_closed(page) -> None:
-    page.wait_for_selector("#prompt-panel[hidden]", state="attached", timeout=WAIT_MS)
+pytestmark = MARKS
 
 
 def test_a_prompt_arrives_live_is_answered_with_the_mouse_and_the_agent_gets_the_result(human, agent_api):
@@ -543,13 +459,9 @@ def test_a_person_links_telegram_on_the_chat_apps_page_and_a_tap_there_closes_th
     server_env,
     owner,
     token,
-    fake_api,  # noqa: F811
+    fake_api,
 ):
-    from askuser_app.delivery.chats.telegram import SECRET_HEADER
-
-    from .test_chat_telegram import SECRET, TOKEN, Telegram, tap_update, text_update
-
-    telegram = Telegram(fake_api)
+    telegram = FakeTelegram(fake_api)
     env = {
         **server_env,
         "TELEGRAM_BOT_TOKEN": TOKEN,
@@ -582,7 +494,7 @@ def test_a_person_links_telegram_on_the_chat_apps_page_and_a_tap_there_closes_th
         prompt_id = Agent(chat_server, token).ask(QUESTION)
         session = person.open("support-42")
         panel_open(session)
-        sent = telegram.fake.wait_for(Telegram.path("sendMessage"), 1 + 1)  # the link's welcome, then the prompt
+        sent = telegram.fake.wait_for(telegram.path("sendMessage"), 1 + 1)  # the link's welcome, then the prompt
         message = sent[-1]
         buttons = [b for row in message.field("reply_markup")["inline_keyboard"] for b in row]
         production = next(b for b in buttons if b["text"] == "Production")

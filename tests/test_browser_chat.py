@@ -15,15 +15,14 @@ import pytest
 from askuser_app.delivery.chats import core
 from askuser_app.domain import services
 
-from .browsing import BROWSER_MARKS, WAIT_MS, Person, playwright_api
-from .chatfake import WithoutURL, fake_api, slack_without_url, telegram_without_url  # noqa: F401  (fixtures)
+from .browsers import MARKS, WAIT_MS, Human, playwright_api
+from .chatfake import CHAT, WithoutURL
 from .conftest import EXTRAS, QUESTION, payload
 
 expect = playwright_api.expect
 
-pytestmark = BROWSER_MARKS
+pytestmark = MARKS
 
-CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
 ALICE, DM = "U0ALICE", "D0ALICE"  # alice on Slack, and her direct message with the app
 SESSION = "support-42"
 
@@ -38,7 +37,7 @@ def waits() -> Iterator[concurrent.futures.ThreadPoolExecutor]:
 class Asked:
     """The person's page of the session with the prompt's panel open, and the agent's parked wait."""
 
-    person: Person
+    person: Human
     page: Any
     waiting: concurrent.futures.Future[dict[str, Any]]
 
@@ -56,7 +55,7 @@ class Asked:
 
 def asked(chromium: Any, chat: WithoutURL, owner, agent, token, pool, *questions) -> Asked:
     services.post_agent_message(agent, SESSION, "Hi! I'm getting release 2.4 ready.")
-    person = Person(chromium, chat.server.url, owner)
+    person = Human(chromium, chat.server, owner)
     page = person.open(SESSION)
     page.evaluate("window.neverReloaded = true")  # gone with any reload
     headers = {"Authorization": f"Bearer {token}"}
@@ -70,7 +69,7 @@ def asked(chromium: Any, chat: WithoutURL, owner, agent, token, pool, *questions
 
 def test_a_tap_in_telegram_closes_the_open_panel_without_a_reload(
     chromium,
-    telegram_without_url: WithoutURL,  # noqa: F811
+    telegram_without_url: WithoutURL,
     owner,
     agent,
     token,
@@ -95,7 +94,7 @@ def test_a_tap_in_telegram_closes_the_open_panel_without_a_reload(
 
 def test_a_reply_in_slack_closes_the_open_panel_without_a_reload(
     chromium,
-    slack_without_url: WithoutURL,  # noqa: F811
+    slack_without_url: WithoutURL,
     owner,
     agent,
     token,

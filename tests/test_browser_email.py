@@ -12,17 +12,16 @@ import pytest
 from askuser_app.domain import services
 from askuser_app.models import Preferences, Prompt
 
+from .browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open
 from .conftest import QUESTION
-from .mailfake import parts, smtp_server  # noqa: F401  (a fixture)
+from .mailfake import parts
 from .servers import DaphneServer
-from .test_browser import WAIT_MS, Agent, Human, panel_closed, panel_open
-from .test_browser import pytestmark as browser_marks
 
-pytestmark = browser_marks
+pytestmark = MARKS
 
 
 @pytest.fixture
-def mail_server(server_env, smtp_server):  # noqa: F811
+def mail_server(server_env, smtp_server):
     env = {
         **server_env,
         "EMAIL_HOST": "127.0.0.1",
@@ -41,7 +40,7 @@ def mail_server(server_env, smtp_server):  # noqa: F811
 def test_a_one_tap_link_from_the_mail_confirms_the_answer_and_the_open_panel_closes(
     chromium,
     mail_server,
-    smtp_server,  # noqa: F811
+    smtp_server,
     owner,
     agent,
     token,

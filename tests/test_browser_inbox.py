@@ -7,7 +7,9 @@ from playwright.sync_api import expect
 
 from askuser_app.models import Prompt
 
-from .test_browser import WAIT_MS, Human, agent_api, pytestmark, server, shot  # noqa: F401  (fixtures)
+from .browsers import MARKS, WAIT_MS, Human, shot
+
+pytestmark = MARKS
 
 PERMISSION = {
     "id": "permission",
@@ -26,7 +28,7 @@ def open_inbox(human: Human):
     return page
 
 
-def test_two_agents_questions_are_answered_from_the_inbox_with_the_keyboard_alone(chromium, server, owner, agent_api):  # noqa: F811
+def test_two_agents_questions_are_answered_from_the_inbox_with_the_keyboard_alone(chromium, server, owner, agent_api):
     person = Human(chromium, server, owner, viewport={"width": 1280, "height": 900})
     build = agent_api.ask(PERMISSION, session="build", timeoutSeconds=900)
     build_result = agent_api.wait(build)
@@ -72,7 +74,7 @@ def test_two_agents_questions_are_answered_from_the_inbox_with_the_keyboard_alon
     assert person.errors == []
 
 
-def test_in_the_inbox_s_skips_and_m_asks_for_more_time(chromium, server, owner, agent_api):  # noqa: F811
+def test_in_the_inbox_s_skips_and_m_asks_for_more_time(chromium, server, owner, agent_api):
     person = Human(chromium, server, owner, viewport={"width": 1280, "height": 900})
     first = agent_api.ask(session="first", timeoutSeconds=300)
     second = agent_api.ask(PERMISSION, session="second", timeoutSeconds=600)
@@ -106,9 +108,9 @@ def permission_request(session_id: str, command: str) -> dict:
 
 def test_two_coding_agents_permissions_are_decided_from_the_inbox_with_the_keyboard_alone(
     chromium,
-    server,  # noqa: F811
+    server,
     owner,
-    agent_api,  # noqa: F811
+    agent_api,
 ):
     person = Human(chromium, server, owner, viewport={"width": 1280, "height": 900})
     page = open_inbox(person)

@@ -3,27 +3,11 @@ Hindi (pushed live), a plain-text reply with a Devanagari digit, and the switche
 
 from __future__ import annotations
 
-import pytest
-
 from askuser_app.models import Preferences, Prompt
 
-from . import test_browser
-from .test_browser import CHROMIUM, WAIT_MS, Human, panel_closed, panel_open, shot
+from .browsers import MARKS, WAIT_MS, Human, panel_closed, panel_open, shot
 
-# The browser tests' fixtures, found by pytest by these names.
-server, human, agent_api = (
-    test_browser.server,
-    test_browser.human,
-    test_browser.agent_api,
-)
-
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.browser,
-    pytest.mark.backend_neutral,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
-    pytest.mark.django_db(transaction=True),
-]
+pytestmark = MARKS
 
 
 def switch_to_hindi(page) -> None:

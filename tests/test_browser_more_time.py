@@ -9,14 +9,16 @@ import httpx
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
-from .test_browser import WAIT_MS, Human, agent_api, human, panel_open, pytestmark, server, shot  # noqa: F401  (fixtures)
+from .browsers import MARKS, WAIT_MS, Human, panel_open, shot
+
+pytestmark = MARKS
 
 
 def shown_deadline(page) -> str:
     return page.locator("#prompt-panel .countdown").get_attribute("data-expires-at")
 
 
-def test_more_time_in_one_tab_moves_the_countdown_in_both_and_the_agent_sees_it(human, agent_api):  # noqa: F811
+def test_more_time_in_one_tab_moves_the_countdown_in_both_and_the_agent_sees_it(human, agent_api):
     first, second = human.open(), human.open()
     prompt_id = agent_api.ask()
     panel_open(first)
@@ -64,7 +66,7 @@ def test_more_time_in_one_tab_moves_the_countdown_in_both_and_the_agent_sees_it(
     )
 
 
-def test_the_phone_card_offers_more_time_too(chromium, server, owner, agent, agent_api):  # noqa: F811
+def test_the_phone_card_offers_more_time_too(chromium, server, owner, agent, agent_api):
     services.post_agent_message(agent, "support-42", "Quick question from your agent.")
     person = Human(chromium, server, owner, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = person.open()

@@ -7,16 +7,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .test_browser import CHROMIUM, WAIT_MS, Human, agent_api, panel_open, server, shot  # noqa: F401  (fixtures)
+from .browsers import MARKS, WAIT_MS, Human, panel_open, shot
 
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.browser,
-    # The pushes these pages show are proven over Redis by test_consumers and test_scaled.
-    pytest.mark.backend_neutral,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
-    pytest.mark.django_db(transaction=True),
-]
+pytestmark = MARKS
 
 # From before the page's scripts run: every notification the page constructs and
 # every permission request it makes is recorded, then handed to the browser's own.
@@ -63,7 +56,7 @@ class Person(Human):
 
 
 @pytest.fixture
-def person(chromium, server, owner):  # noqa: F811
+def person(chromium, server, owner):
     made: list[Person] = []
 
     def make(**options) -> Person:
@@ -80,7 +73,7 @@ def count_shown(page, count: int) -> None:
     page.wait_for_function(f"() => document.getElementById('waiting').dataset.count === '{count}'", timeout=WAIT_MS)
 
 
-def test_the_title_counts_every_sessions_prompts_and_an_answer_elsewhere_lowers_it_live(person, agent_api):  # noqa: F811
+def test_the_title_counts_every_sessions_prompts_and_an_answer_elsewhere_lowers_it_live(person, agent_api):
     oldest = agent_api.ask(session="first")
     agent_api.ask(session="second")
     someone = person()
@@ -106,7 +99,7 @@ def test_the_title_counts_every_sessions_prompts_and_an_answer_elsewhere_lowers_
     assert settings.locator(".waiting-link").get_attribute("href") not in ("/inbox/", f"/p/{oldest}/")  # the one left
 
 
-def test_no_page_asks_for_permission_when_it_loads(person, agent_api):  # noqa: F811
+def test_no_page_asks_for_permission_when_it_loads(person, agent_api):
     agent_api.ask(session="first")
     someone = person()
 
@@ -116,7 +109,7 @@ def test_no_page_asks_for_permission_when_it_loads(person, agent_api):  # noqa: 
     assert pages[0].get_by_role("button", name="Turn on desktop notifications").is_visible()
 
 
-def test_once_turned_on_a_new_prompt_shows_one_notification_across_two_tabs_and_its_click_opens_it(person, agent_api):  # noqa: F811
+def test_once_turned_on_a_new_prompt_shows_one_notification_across_two_tabs_and_its_click_opens_it(person, agent_api):
     someone = person(notifications=True)
     settings = someone.visit("/settings/")
     sessions = someone.visit("/")
@@ -148,7 +141,7 @@ def test_once_turned_on_a_new_prompt_shows_one_notification_across_two_tabs_and_
     panel_open(notifying)
 
 
-def test_turned_off_no_notification_is_shown(person, agent_api):  # noqa: F811
+def test_turned_off_no_notification_is_shown(person, agent_api):
     someone = person(notifications=True)
     settings = someone.visit("/settings/")
     settings.get_by_role("button", name="Turn on desktop notifications").click()
@@ -161,7 +154,7 @@ def test_turned_off_no_notification_is_shown(person, agent_api):  # noqa: F811
     assert settings.evaluate("window.shownNotifications.length") == 0
 
 
-def test_a_cancel_removes_the_count_without_a_notification(person, agent_api):  # noqa: F811
+def test_a_cancel_removes_the_count_without_a_notification(person, agent_api):
     prompt_id = agent_api.ask(session="first")
     someone = person()
     page = someone.visit("/settings/chat/")

@@ -12,7 +12,6 @@ DevTools command (and a synthetic one cannot waitUntil), so notificationclick is
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 
 import pytest
@@ -20,24 +19,17 @@ from django.test import Client
 
 from askuser_app.models import PushSubscription
 
+from .browsers import ARGS, CHROMIUM, MARKS, WAIT_MS
 from .conftest import QUESTION
-from .test_browser import ARGS, CHROMIUM, WAIT_MS, agent_api, playwright_api, server  # noqa: F401  (fixtures)
 
-pytestmark = [
-    pytest.mark.live,
-    pytest.mark.browser,
-    pytest.mark.backend_neutral,
-    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (.ci/run does)"),
-    pytest.mark.django_db(transaction=True),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
-def profile(server):  # noqa: F811
+def profile(playwright, server):
     """A browser with a profile on disk: Chrome refuses push subscriptions in an off-the-record
     context ("Registration failed - permission denied"), which is what a Playwright context is."""
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with tempfile.TemporaryDirectory() as folder, playwright_api.sync_playwright() as playwright:
+    with tempfile.TemporaryDirectory() as folder:
         context = playwright.chromium.launch_persistent_context(
             folder,
             executable_path=CHROMIUM,
@@ -46,11 +38,10 @@ def profile(server):  # noqa: F811
         )
         yield context
         context.close()
-    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
 @pytest.fixture
-def page(profile, server, owner):  # noqa: F811
+def page(profile, server, owner):
     client = Client()
     client.force_login(owner)
     profile.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": server.url}])
@@ -106,7 +97,7 @@ def service_worker(page):
     return workers[0] if workers else page.context.wait_for_event("serviceworker", timeout=WAIT_MS)
 
 
-def test_turning_push_on_registers_the_service_worker_for_the_whole_site(page, server):  # noqa: F811
+def test_turning_push_on_registers_the_service_worker_for_the_whole_site(page, server):
     assert page.locator("#push-state").get_attribute("data-state") == "off"
     assert page.locator("#push-enable").is_visible()
     # Chrome without the internet never settles pushManager.subscribe() (it keeps trying to reach
@@ -158,7 +149,7 @@ WAIT_FOR = """async (what) => {
 }"""
 
 
-def test_a_push_shows_its_notification_and_the_closing_push_takes_it_away(page, server):  # noqa: F811
+def test_a_push_shows_its_notification_and_the_closing_push_takes_it_away(page, server):
     page.evaluate("() => navigator.serviceWorker.register('/sw.js', {scope: '/'})")
     registration, cdp = registration_id(page)
     worker = service_worker(page)
@@ -202,7 +193,7 @@ def test_a_push_shows_its_notification_and_the_closing_push_takes_it_away(page, 
         assert worker.evaluate(WAIT_FOR, {"list": "closed", "count": 1}) == [f"askuser-{prompt}"]
 
 
-def test_with_the_service_worker_running_the_page_hands_its_notification_to_it(page, agent_api):  # noqa: F811
+def test_with_the_service_worker_running_the_page_hands_its_notification_to_it(page, agent_api):
     # A page notification and a worker's are kept apart whatever their tags; from the worker,
     # the push for the same prompt replaces it instead of showing a second one.
     page.evaluate("() => navigator.serviceWorker.register('/sw.js', {scope: '/'})")

@@ -29,12 +29,8 @@ from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatLink, Delivery, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
 
-from .chatfake import (
-    FakeAPI,
-    fake_api,  # noqa: F401  (a fixture)
-)
-from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
-from .test_client import until_async
+from .chatfake import FakeAPI
+from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload, until_async
 
 KEY = SigningKey.generate()
 APP, TOKEN, USER, CHANNEL = "1100", "bot-token-1", "4242", "900"
@@ -44,7 +40,7 @@ HEX = PROMPT.hex
 
 
 @pytest.fixture
-def api(fake_api, settings):  # noqa: F811
+def api(fake_api, settings):
     """Discord configured, its API the fake: a DM channel opens, messages post and edit."""
     settings.DISCORD_APPLICATION_ID = APP
     settings.DISCORD_PUBLIC_KEY = KEY.verify_key.encode(HexEncoder).decode()

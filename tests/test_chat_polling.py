@@ -18,17 +18,14 @@ import pytest
 
 from askuser_app.delivery.chats import core, polling
 
-from .chatfake import (  # noqa: F401  (the fixtures)
+from .chatfake import (
     SLACK_SIGNING_SECRET,
-    TELEGRAM_TOKEN,
+    TOKEN,
     FakeAPI,
     FakeSlack,
     FakeTelegram,
     WithoutURL,
     embedded,
-    fake_api,
-    slack_without_url,
-    telegram_without_url,
 )
 from .conftest import EXTRAS, QUESTION, SCALED, SCALED_REASON, payload
 from .servers import ROOT, DaphneServer, free_port
@@ -140,7 +137,7 @@ REPLIED = {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}
 
 @pytest.mark.parametrize("how", ["tap", "reply"])
 def test_a_telegram_answer_the_server_fetched_wakes_the_parked_wait_within_a_second(
-    telegram_without_url: WithoutURL,  # noqa: F811
+    telegram_without_url: WithoutURL,
     on_telegram,
     token,
     agent_pool,
@@ -170,7 +167,7 @@ def test_a_telegram_answer_the_server_fetched_wakes_the_parked_wait_within_a_sec
 
 @pytest.mark.parametrize("how", ["tap", "reply"])
 def test_a_slack_answer_over_socket_mode_wakes_the_parked_wait_within_a_second(
-    slack_without_url: WithoutURL,  # noqa: F811
+    slack_without_url: WithoutURL,
     on_slack,
     token,
     agent_pool,
@@ -201,13 +198,13 @@ def test_a_slack_answer_over_socket_mode_wakes_the_parked_wait_within_a_second(
 @pytest.mark.parametrize("name", ["telegram", "slack"])
 def test_chat_poll_refuses_in_the_embedded_mode_and_says_the_server_fetches_by_itself(
     server_env,
-    fake_api: FakeAPI,  # noqa: F811
+    fake_api: FakeAPI,
     name,
 ):
     # As a person runs it beside `make run`; at an API that would answer, were it asked.
-    FakeTelegram(fake_api, TELEGRAM_TOKEN)
+    FakeTelegram(fake_api, TOKEN)
     slack = FakeSlack(fake_api)
-    env = {**embedded(server_env), "TELEGRAM_BOT_TOKEN": TELEGRAM_TOKEN, "TELEGRAM_API_URL": fake_api.url}
+    env = {**embedded(server_env), "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_API_URL": fake_api.url}
     env |= {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SLACK_SIGNING_SECRET}
     env |= {"SLACK_APP_TOKEN": "xapp-test", "SLACK_API_URL": slack.api_url}
     command = [sys.executable, "manage.py", "chat_poll", name]
@@ -227,16 +224,16 @@ def test_chat_poll_refuses_in_the_embedded_mode_and_says_the_server_fetches_by_i
 
 
 @pytest.fixture
-def telegram_polls(settings, embedded_layer, fake_api: FakeAPI) -> Iterator[FakeTelegram]:  # noqa: F811
-    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_WEBHOOK_SECRET = TELEGRAM_TOKEN, ""
+def telegram_polls(settings, embedded_layer, fake_api: FakeAPI) -> Iterator[FakeTelegram]:
+    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_WEBHOOK_SECRET = TOKEN, ""
     settings.TELEGRAM_API_URL = fake_api.url
-    telegram = FakeTelegram(fake_api, TELEGRAM_TOKEN)
+    telegram = FakeTelegram(fake_api, TOKEN)
     yield telegram
     telegram.close()
 
 
 @pytest.fixture
-def slack_polls(settings, embedded_layer, fake_api: FakeAPI) -> Iterator[FakeSlack]:  # noqa: F811
+def slack_polls(settings, embedded_layer, fake_api: FakeAPI) -> Iterator[FakeSlack]:
     slack = FakeSlack(fake_api)
     settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET = "xoxb-test", SLACK_SIGNING_SECRET
     settings.SLACK_APP_TOKEN, settings.SLACK_API_URL = "xapp-test", slack.api_url
@@ -269,8 +266,8 @@ async def test_the_slack_loop_ends_at_once_and_closes_its_socket(slack_polls: Fa
     assert socket.ended.wait(DEADLINE), "the socket was left open"
 
 
-async def test_in_the_scaled_mode_no_server_process_fetches(settings, scaled_layer, fake_api: FakeAPI, caplog):  # noqa: F811
-    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_WEBHOOK_SECRET = TELEGRAM_TOKEN, ""
+async def test_in_the_scaled_mode_no_server_process_fetches(settings, scaled_layer, fake_api: FakeAPI, caplog):
+    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_WEBHOOK_SECRET = TOKEN, ""
     settings.TELEGRAM_API_URL = fake_api.url
 
     await polling.fetch(core.installed()["telegram"])
@@ -279,8 +276,8 @@ async def test_in_the_scaled_mode_no_server_process_fetches(settings, scaled_lay
     assert "run manage.py chat_poll telegram beside the server processes" in caplog.text
 
 
-async def test_an_app_with_a_public_url_is_not_fetched(settings, embedded_layer, fake_api: FakeAPI):  # noqa: F811
-    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_WEBHOOK_SECRET = TELEGRAM_TOKEN, "s3cret"
+async def test_an_app_with_a_public_url_is_not_fetched(settings, embedded_layer, fake_api: FakeAPI):
+    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_WEBHOOK_SECRET = TOKEN, "s3cret"
     settings.TELEGRAM_API_URL = fake_api.url
     settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET = "xoxb-test", SLACK_SIGNING_SECRET
     settings.SLACK_APP_TOKEN, settings.SLACK_API_URL = "", f"{fake_api.url}/api/"
@@ -310,13 +307,13 @@ async def test_a_slack_out_of_reach_is_said_in_a_sentence_and_tried_again_later(
 @pytest.mark.skipif(not SCALED, reason=SCALED_REASON)
 def test_in_the_scaled_mode_chat_poll_fetches_and_its_tap_wakes_a_wait_on_a_server_process(
     server_env,
-    fake_api: FakeAPI,  # noqa: F811
+    fake_api: FakeAPI,
     on_telegram,
     token,
     agent_pool,
 ):
-    telegram = FakeTelegram(fake_api, TELEGRAM_TOKEN)
-    env = {**server_env, "TELEGRAM_BOT_TOKEN": TELEGRAM_TOKEN, "TELEGRAM_API_URL": fake_api.url}
+    telegram = FakeTelegram(fake_api, TOKEN)
+    env = {**server_env, "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_API_URL": fake_api.url}
     env |= {"ASKUSER_CHAT_RETRY_BASE": "0.05"}
     server = DaphneServer(env).start()
     poller: subprocess.Popen[bytes] | None = None

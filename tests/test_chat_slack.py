@@ -28,9 +28,8 @@ from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
 
-from .chatfake import Call, FakeAPI, FakeSocketMode, fake_api  # noqa: F401  (the fixture)
-from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
-from .test_client import until_async
+from .chatfake import Call, FakeAPI, FakeSocketMode
+from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload, until_async
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 PROMPT = uuid.UUID("0123456789abcdef0123456789abcdef")
@@ -38,7 +37,7 @@ URL = "http://askuser.test/s/support-42/"
 
 
 @pytest.fixture
-def slack_settings(settings, fake_api: FakeAPI):  # noqa: F811
+def slack_settings(settings, fake_api: FakeAPI):
     settings.SLACK_BOT_TOKEN = "xoxb-test"
     settings.SLACK_SIGNING_SECRET = SECRET
     settings.SLACK_API_URL = f"{fake_api.url}/api/"
@@ -221,7 +220,7 @@ def posted(call_channel: str = "D024BE91L", ts: str = "1700000000.000100"):
     return lambda call: (200, {"ok": True, "channel": call_channel, "ts": ts})
 
 
-async def test_send_opens_the_dm_of_a_user_id_and_posts_the_card(slack_settings, fake_api: FakeAPI):  # noqa: F811
+async def test_send_opens_the_dm_of_a_user_id_and_posts_the_card(slack_settings, fake_api: FakeAPI):
     fake_api.route("POST", "/api/conversations.open", lambda call: (200, {"ok": True, "channel": {"id": "D024BE91L"}}))
     fake_api.route("POST", "/api/chat.postMessage", posted())
     ref = await slack.adapter.send("U012AB3CD", a_card())
@@ -239,13 +238,13 @@ async def test_send_opens_the_dm_of_a_user_id_and_posts_the_card(slack_settings,
     }
 
 
-async def test_send_to_a_known_dm_channel_posts_at_once(slack_settings, fake_api: FakeAPI):  # noqa: F811
+async def test_send_to_a_known_dm_channel_posts_at_once(slack_settings, fake_api: FakeAPI):
     fake_api.route("POST", "/api/chat.postMessage", posted())
     await slack.adapter.send("D024BE91L", a_card())
     assert [c.path for c in fake_api.calls] == ["/api/chat.postMessage"]
 
 
-async def test_edit_rewrites_the_message_without_buttons(slack_settings, fake_api: FakeAPI):  # noqa: F811
+async def test_edit_rewrites_the_message_without_buttons(slack_settings, fake_api: FakeAPI):
     fake_api.route("POST", "/api/chat.update", posted())
     closed = Closed(PROMPT, "Deploy", "Where?", "Skipped", URL)
     await slack.adapter.edit({"channel": "D024BE91L", "ts": "1700000000.000100"}, closed)
@@ -272,7 +271,7 @@ async def test_edit_rewrites_the_message_without_buttons(slack_settings, fake_ap
 )
 async def test_slack_failures_are_retried_or_given_up(
     slack_settings,
-    fake_api: FakeAPI,  # noqa: F811
+    fake_api: FakeAPI,
     status,
     body,
     headers,
@@ -293,7 +292,7 @@ async def test_an_unreachable_slack_is_temporary(slack_settings):
         await slack.adapter.edit({"channel": "D1", "ts": "1.2"}, Closed(PROMPT, "Deploy", "Where?", "Expired", URL))
 
 
-async def test_an_edit_without_a_reference_is_permanent(slack_settings, fake_api: FakeAPI):  # noqa: F811
+async def test_an_edit_without_a_reference_is_permanent(slack_settings, fake_api: FakeAPI):
     with pytest.raises(Permanent):
         await slack.adapter.edit({}, Closed(PROMPT, "Deploy", "Where?", "Expired", URL))
     assert fake_api.calls == []
@@ -329,7 +328,7 @@ def test_a_request_slack_did_not_sign_is_refused(slack_settings, headers):
     assert response.content == b""  # the challenge was not read
 
 
-def test_a_tap_slack_did_not_sign_reaches_nothing(slack_settings, fake_api: FakeAPI):  # noqa: F811
+def test_a_tap_slack_did_not_sign_reaches_nothing(slack_settings, fake_api: FakeAPI):
     body = urllib.parse.urlencode({"payload": json.dumps({"type": "block_actions"})})
     response = Client().post(
         "/chat/slack/interactivity", body, content_type="application/x-www-form-urlencoded", **sign(b"x")
@@ -352,7 +351,7 @@ def test_a_tap_slack_did_not_sign_reaches_nothing(slack_settings, fake_api: Fake
     ],
     ids=["not-json", "not-an-object", "not-utf8", "bad-payload", "no-payload", "no-command", "unsupported", "odd"],
 )
-def test_malformed_bodies_are_refused_or_ignored(slack_settings, fake_api, endpoint, body, content_type, status):  # noqa: F811
+def test_malformed_bodies_are_refused_or_ignored(slack_settings, fake_api, endpoint, body, content_type, status):
     response = post_signed(endpoint, body, content_type)
     assert response.status_code == status
     assert fake_api.calls == []
@@ -384,12 +383,12 @@ def test_only_post_is_served(slack_settings):
     ],
     ids=["bot", "edit", "public-channel", "mention"],
 )
-def test_messages_that_are_not_a_person_writing_in_the_dm_are_ignored(slack_settings, fake_api, event):  # noqa: F811
+def test_messages_that_are_not_a_person_writing_in_the_dm_are_ignored(slack_settings, fake_api, event):
     assert post_event(event).status_code == 200
     assert fake_api.calls == []
 
 
-def test_a_tap_on_the_link_button_does_nothing(slack_settings, fake_api: FakeAPI):  # noqa: F811
+def test_a_tap_on_the_link_button_does_nothing(slack_settings, fake_api: FakeAPI):
     payload = {
         "type": "block_actions",
         "user": {"id": "U1", "username": "alice"},
@@ -404,7 +403,7 @@ def test_a_tap_on_the_link_button_does_nothing(slack_settings, fake_api: FakeAPI
 
 
 @pytest.fixture
-def socket_mode(slack_settings, fake_api: FakeAPI):  # noqa: F811
+def socket_mode(slack_settings, fake_api: FakeAPI):
     """``adapter.poll()`` running against a fake Socket Mode end, as ``manage.py chat_poll slack`` runs it."""
     slack_settings.SLACK_APP_TOKEN = "xapp-test"
     end = FakeSocketMode()
@@ -427,7 +426,7 @@ def socket_mode(slack_settings, fake_api: FakeAPI):  # noqa: F811
         end.close()
 
 
-def test_socket_mode_answers_a_command_over_the_socket(socket_mode: FakeSocketMode, fake_api: FakeAPI):  # noqa: F811
+def test_socket_mode_answers_a_command_over_the_socket(socket_mode: FakeSocketMode, fake_api: FakeAPI):
     socket_mode.push(
         {
             "envelope_id": "env-1",
@@ -487,7 +486,7 @@ class Slack:
 
 
 @pytest.fixture
-def slack_app(slack_settings, fake_api: FakeAPI) -> Slack:  # noqa: F811
+def slack_app(slack_settings, fake_api: FakeAPI) -> Slack:
     slack_settings.ASKUSER_PUBLIC_URL = PUBLIC
     slack_settings.ASKUSER_CHAT_RETRY_BASE = 0.05
     return Slack(fake_api)
@@ -979,7 +978,7 @@ def test_socket_mode_runs_the_same_handlers_without_a_public_url(slack_app, link
     assert prompt.result["answers"] == {"answers": {"deploy_target": ["Production"]}}
 
 
-def test_chat_poll_says_what_socket_mode_lacks(slack_settings, scaled_layer, fake_api: FakeAPI):  # noqa: F811
+def test_chat_poll_says_what_socket_mode_lacks(slack_settings, scaled_layer, fake_api: FakeAPI):
     slack_settings.SLACK_APP_TOKEN = ""
     with pytest.raises(CommandError, match="SLACK_APP_TOKEN is not set"):
         call_command("chat_poll", "slack", stdout=StringIO())
@@ -1016,7 +1015,7 @@ def test_the_settings_page_gives_a_slack_code_with_the_step_to_take(slack_settin
     ],
     ids=["actions-not-a-list", "action-not-an-object", "no-user", "view-without-state", "other-view", "shortcut"],
 )
-def test_odd_interactions_are_acknowledged_and_do_nothing(slack_settings, fake_api: FakeAPI, payload):  # noqa: F811
+def test_odd_interactions_are_acknowledged_and_do_nothing(slack_settings, fake_api: FakeAPI, payload):
     response = post_interaction(payload)
     assert (response.status_code, response.content) == (200, b"")
     assert fake_api.calls == []

@@ -22,73 +22,24 @@ from askuser_app.domain import services
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
 
-from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
-from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload
+from .chatfake import CHAT, DEADLINE, SECRET, TOKEN, FakeTelegram, tap_update, text_update
+from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, auth, payload, until_async, until_sync
 from .servers import DaphneServer
-from .test_client import until, until_async
-
-TOKEN = "123456:TEST-token"
-SECRET = "s3cret-webhook-token"
-CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
-DEADLINE = 10
-
-
-class Telegram:
-    """The fake Bot API's answers, and what the tests read back from its calls."""
-
-    def __init__(self, fake: FakeAPI) -> None:
-        self.fake = fake
-        self.ids = iter(range(500, 10_000))
-        self.hold = threading.Event()  # cleared: each answer waits until it is set again
-        self.hold.set()
-        self.held = threading.Event()  # an answer is being held
-        for method in ("sendMessage", "editMessageText"):
-            fake.route("POST", self.path(method), self.message)
-        fake.route("POST", self.path("answerCallbackQuery"), lambda call: (200, {"ok": True, "result": True}))
-        me = {"id": 1, "is_bot": True, "first_name": "askuser", "username": "askuser_test_bot"}
-        fake.route("POST", self.path("getMe"), lambda call: (200, {"ok": True, "result": me}))
-
-    @staticmethod
-    def path(method: str) -> str:
-        return f"/bot{TOKEN}/{method}"
-
-    def message(self, call):
-        if not self.hold.is_set():
-            self.held.set()
-            self.hold.wait(DEADLINE)
-        chat = int(call.body["chat_id"])
-        result = {
-            "message_id": int(call.body.get("message_id") or next(self.ids)),
-            "date": 1_700_000_000,
-            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
-            "text": call.body["text"],
-        }
-        return 200, {"ok": True, "result": result}
-
-    def calls(self, method: str):
-        return self.fake.of(self.path(method))
-
-    async def wait_for(self, method: str, count: int = 1):
-        return await asyncio.to_thread(self.fake.wait_for, self.path(method), count, timeout=DEADLINE)
 
 
 @pytest.fixture
-def telegram(settings, fake_api):  # noqa: F811
+def telegram(settings, fake_api):
     settings.TELEGRAM_BOT_TOKEN = TOKEN
     settings.TELEGRAM_WEBHOOK_SECRET = SECRET
     settings.TELEGRAM_API_URL = fake_api.url
     settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
     settings.ASKUSER_CHAT_RETRY_BASE = 0.05
-    return Telegram(fake_api)
+    return FakeTelegram(fake_api)
 
 
 @pytest.fixture
 def linked(owner):
     return core.link_by_hand(owner, "telegram", str(CHAT), chat_id=str(CHAT), handle="@alice")
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def create(token: str, *questions, session: str = "support-42") -> str:
@@ -107,42 +58,6 @@ async def post_update(update: dict, *, secret: str = SECRET, raw: bytes | None =
     headers = {SECRET_HEADER: secret, "Content-Type": "application/json"}
     request = asgi_request("POST", "/chat/telegram/webhook", content=body, headers=headers)
     return await asyncio.wait_for(request, DEADLINE)  # a stuck handler fails the test, never hangs it
-
-
-def user(user_id: int = CHAT, name: str = "alice") -> dict:
-    return {"id": user_id, "is_bot": False, "first_name": name.title(), "username": name}
-
-
-def tap_update(update_id: int, message_id: int, data: str, *, user_id: int = CHAT, chat: int = CHAT) -> dict:
-    message = {"message_id": message_id, "date": 1_700_000_000, "chat": {"id": chat, "type": "private"}, "text": "…"}
-    return {
-        "update_id": update_id,
-        "callback_query": {
-            "id": f"cb-{update_id}",
-            "from": user(user_id),
-            "chat_instance": "ci",
-            "message": message,
-            "data": data,
-        },
-    }
-
-
-def text_update(update_id: int, text: str, *, reply_to: int | None = None, user_id: int = CHAT, chat: int = CHAT):
-    message = {
-        "message_id": 9000 + update_id,
-        "date": 1_700_000_000,
-        "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
-        "from": user(user_id),
-        "text": text,
-    }
-    if reply_to is not None:
-        message["reply_to_message"] = {
-            "message_id": reply_to,
-            "date": 1_700_000_000,
-            "chat": {"id": chat, "type": "private" if chat > 0 else "group"},
-            "text": "…",
-        }
-    return {"update_id": update_id, "message": message}
 
 
 @database_call
@@ -165,7 +80,7 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
     prompt_id = await create(token)
     hexid = prompt_id.replace("-", "")
 
-    [sent] = await telegram.wait_for("sendMessage")
+    [sent] = await telegram.arrived("sendMessage")
     assert sent.body["chat_id"] == str(CHAT) and "parse_mode" not in sent.body
     assert sent.body["text"] == (
         "Deploy\n\nWhere should this release go first?\n\n• Staging (Recommended) — Safe, reversible\n"
@@ -194,7 +109,7 @@ async def test_a_tap_answers_the_waiting_agent_and_the_message_loses_its_buttons
     }
     [notice] = telegram.calls("answerCallbackQuery")
     assert notice.body == {"callback_query_id": "cb-1", "text": "Answered: Production — by alice on Telegram"}
-    [edit] = await telegram.wait_for("editMessageText")
+    [edit] = await telegram.arrived("editMessageText")
     assert (edit.body["chat_id"], edit.body["message_id"]) == (str(CHAT), "500")
     assert "reply_markup" not in edit.body  # the keyboard is gone
     assert edit.body["text"].endswith(
@@ -214,10 +129,10 @@ async def deliveries_settle(prompt_id: str) -> None:
 async def test_other_asks_with_force_reply_and_the_reply_is_the_free_text_answer(telegram, linked, token):
     prompt_id = await create(token)
     hexid = prompt_id.replace("-", "")
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
 
     await post_update(tap_update(1, 500, f"x:{hexid}"))
-    [_card, ask] = await telegram.wait_for("sendMessage", 2)
+    [_card, ask] = await telegram.arrived("sendMessage", 2)
     assert ask.body["text"] == "Type your own answer to “Deploy”."
     assert ask.field("reply_markup") == {"force_reply": True, "input_field_placeholder": "Your answer to Deploy"}
     assert (await prompt_of(prompt_id)).is_pending
@@ -228,14 +143,14 @@ async def test_other_asks_with_force_reply_and_the_reply_is_the_free_text_answer
     result = (await asyncio.wait_for(waiting, DEADLINE)).json()
     assert result["answers"] == {"answers": {"deploy_target": ["2"]}}
     assert result["details"]["deploy_target"]["free_text"] == "2" and result["surface"] == "telegram"
-    [edit] = await telegram.wait_for("editMessageText")
+    [edit] = await telegram.arrived("editMessageText")
     assert "Answered: own answer — by alice on Telegram" in edit.body["text"]
     await deliveries_settle(prompt_id)
 
 
 async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token):
     prompt_id = await create(token)
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
     waiting = wait(token, prompt_id)
 
     await post_update(tap_update(1, 500, f"s:{prompt_id.replace('-', '')}"))
@@ -247,14 +162,14 @@ async def test_skip_skips_and_the_agent_hears_no_answer(telegram, linked, token)
         "telegram",
         "alice",
     )
-    [edit] = await telegram.wait_for("editMessageText")
+    [edit] = await telegram.arrived("editMessageText")
     assert "Skipped on Telegram by alice" in edit.body["text"]
     await deliveries_settle(prompt_id)
 
 
 async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(telegram, linked, token):
     prompt_id = await create(token, QUESTION, EXTRAS)
-    [sent] = await telegram.wait_for("sendMessage")
+    [sent] = await telegram.arrived("sendMessage")
     assert "1. Deploy (deploy_target): Where should this release go first?" in sent.body["text"]
     assert "Reply with one line per question" in sent.body["text"]
     assert sent.field("reply_markup") == {
@@ -266,7 +181,7 @@ async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(teleg
 
     result = (await asyncio.wait_for(waiting, DEADLINE)).json()
     assert result["answers"] == {"answers": {"deploy_target": ["Production"], "extras": ["Docs", "Blog post"]}}
-    [edit] = await telegram.wait_for("editMessageText")
+    [edit] = await telegram.arrived("editMessageText")
     assert "Answered: Deploy: Production; Extras: Docs, Blog post — by alice on Telegram" in edit.body["text"]
     assert "Reply with" not in edit.body["text"]
     await deliveries_settle(prompt_id)
@@ -274,11 +189,11 @@ async def test_a_multi_question_prompt_is_text_answered_by_a_plain_message(teleg
 
 async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_bot_says_what_is_missing(telegram, linked, token):
     prompt_id = await create(token, QUESTION, EXTRAS)
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
 
     await post_update(text_update(1, "extras: Docs", reply_to=500))
 
-    [_, answer] = await telegram.wait_for("sendMessage", 2)
+    [_, answer] = await telegram.arrived("sendMessage", 2)
     assert answer.body["chat_id"] == str(CHAT) and answer.body["text"].startswith(
         "Your reply did not answer 1. Deploy."
     )
@@ -287,7 +202,7 @@ async def test_an_unreadable_reply_leaves_the_prompt_pending_and_the_bot_says_wh
 
 async def test_a_strangers_tap_is_refused_and_changes_nothing(telegram, linked, token):
     prompt_id = await create(token)
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
 
     response = await post_update(tap_update(1, 500, f"o:{prompt_id.replace('-', '')}:0", user_id=777, chat=-100))
 
@@ -299,11 +214,11 @@ async def test_a_strangers_tap_is_refused_and_changes_nothing(telegram, linked, 
 
 async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(telegram, linked, token, owner):
     prompt_id = await create(token)
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
     await database_call(services.answer)(
         await prompt_of(prompt_id), {"deploy_target": "Staging (Recommended)"}, by=owner, surface="web"
     )
-    [edit] = await telegram.wait_for("editMessageText")
+    [edit] = await telegram.arrived("editMessageText")
     assert "Answered: Staging (Recommended) — by alice on the web" in edit.body["text"]
 
     await post_update(tap_update(1, 500, f"o:{prompt_id.replace('-', '')}:1"))
@@ -317,7 +232,7 @@ async def test_a_stale_tap_after_a_web_answer_gets_a_short_notice(telegram, link
 
 async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_user):
     prompt_id = await create(token)
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
     update = tap_update(7, 500, f"s:{prompt_id.replace('-', '')}")
 
     first, again = await post_update(update), await post_update(update)
@@ -332,7 +247,7 @@ async def test_a_replayed_update_is_handled_once(telegram, linked, token, other_
 @pytest.mark.parametrize("secret", ["", "wrong", SECRET + "x"])
 async def test_a_wrong_secret_is_refused_before_anything_is_read(telegram, linked, token, secret):
     prompt_id = await create(token)
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
 
     response = await post_update(tap_update(1, 500, f"s:{prompt_id.replace('-', '')}"), secret=secret)
 
@@ -345,7 +260,7 @@ async def test_a_wrong_secret_is_refused_before_anything_is_read(telegram, linke
 async def test_the_api_down_for_a_while_loses_nothing_and_the_edit_follows_the_send(telegram, linked, token, owner):
     telegram.fake.down(503)
     prompt_id = await create(token)
-    await telegram.wait_for("sendMessage", 3)  # retried, with backoff
+    await telegram.arrived("sendMessage", 3)  # retried, with backoff
 
     telegram.hold.clear()  # the send that gets through is held in flight…
     telegram.fake.up()
@@ -355,7 +270,7 @@ async def test_the_api_down_for_a_while_loses_nothing_and_the_edit_follows_the_s
     )  # …while the prompt is answered on the web
     telegram.hold.set()
 
-    [edit] = await telegram.wait_for("editMessageText")
+    [edit] = await telegram.arrived("editMessageText")
     sent = telegram.calls("sendMessage")
     assert sent[-1].body["text"].startswith("Deploy\n")  # the pending message went out once it could…
     assert edit.body["message_id"] == "500"  # …and its edit came after, to that message
@@ -363,18 +278,18 @@ async def test_the_api_down_for_a_while_loses_nothing_and_the_edit_follows_the_s
     await deliveries_settle(prompt_id)
     tries = await database_call(lambda: list(DeliveryAttempt.objects.values_list("action", "ok", "error")))()
     assert [t[:2] for t in tries][-2:] == [("send", True), ("edit", True)]
-    assert all(not ok and "Telegram could not be reached" in error for _, ok, error in tries[:-2])
+    assert all(not ok and "FakeTelegram could not be reached" in error for _, ok, error in tries[:-2])
     assert len(tries) >= 5
 
 
 async def test_a_send_refused_for_good_is_failed_and_shown_on_the_page(telegram, linked, token, owner):
     telegram.fake.route(
         "POST",
-        Telegram.path("sendMessage"),
+        telegram.path("sendMessage"),
         lambda call: (403, {"ok": False, "error_code": 403, "description": "Forbidden: bot was blocked by the user"}),
     )
     prompt_id = await create(token)
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
     await deliveries_settle(prompt_id)
 
     [row] = await rows(prompt_id)
@@ -386,7 +301,7 @@ async def test_a_send_refused_for_good_is_failed_and_shown_on_the_page(telegram,
         browser.force_login(owner)
         return browser.get("/s/support-42/").content.decode()
 
-    assert "This question could not be sent to Telegram" in await database_call(page)()
+    assert "This question could not be sent to FakeTelegram" in await database_call(page)()
 
 
 async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegram, linked, agent):
@@ -397,7 +312,7 @@ async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegr
 
     engine.ensure_running()
 
-    [sent] = await telegram.wait_for("sendMessage")
+    [sent] = await telegram.arrived("sendMessage")
     assert sent.body["chat_id"] == str(CHAT)
     await until_async(lambda: Delivery.objects.filter(prompt=prompt.prompt, state="sent").first())
 
@@ -409,13 +324,13 @@ async def test_start_with_a_code_links_and_stop_unlinks(telegram, owner):
     code = await database_call(core.new_code)(owner, "telegram")
 
     await post_update(text_update(1, f"/start {code}", user_id=555, chat=555))
-    [linked_notice] = await telegram.wait_for("sendMessage")
+    [linked_notice] = await telegram.arrived("sendMessage")
     link = await database_call(ChatLink.objects.select_related("user").get)()
 
     await post_update(text_update(2, f"/start {code}", user_id=556, chat=556))  # the code again
-    [_, reused] = await telegram.wait_for("sendMessage", 2)
+    [_, reused] = await telegram.arrived("sendMessage", 2)
     await post_update(text_update(3, "/stop", user_id=555, chat=555))
-    [*_, stopped] = await telegram.wait_for("sendMessage", 3)
+    [*_, stopped] = await telegram.arrived("sendMessage", 3)
 
     assert linked_notice.body["text"] == "Linked to askuser as alice: questions for you will arrive here."
     assert (link.user, link.external_id, link.chat_id, link.handle) == (owner, "555", "555", "@alice")
@@ -430,7 +345,7 @@ async def test_an_expired_code_links_nothing(telegram, owner):
 
     await post_update(text_update(1, f"/start {code}", user_id=555, chat=555))
 
-    [notice] = await telegram.wait_for("sendMessage")
+    [notice] = await telegram.arrived("sendMessage")
     assert notice.body["text"].startswith("This code is not valid or has expired.")
     assert not await database_call(ChatLink.objects.exists)()
 
@@ -445,7 +360,7 @@ async def test_an_expired_code_links_nothing(telegram, owner):
         (b"{not json", 400),
         (b"[1, 2]", 400),
         (b'{"update_id": "one"}', 400),
-        (b'{"update_id": 1, "callback_query": {"id": "x"}}', 400),  # not a callback query Telegram would send
+        (b'{"update_id": 1, "callback_query": {"id": "x"}}', 400),  # not a callback query FakeTelegram would send
         (b" " * (300 * 1024), 413),
     ],
 )
@@ -514,10 +429,10 @@ def test_the_settings_page_gives_a_code_with_the_step_to_take_and_unlinks(telegr
     body = response.content.decode()
     assert response.status_code == 200 and code in body
     assert f"Open t.me/askuser_test_bot?start={code}, or send /start {code} to the bot." in body
-    assert not ChatLink.objects.exists() and "Unlinked from Telegram." in unlinked.content.decode()
+    assert not ChatLink.objects.exists() and "Unlinked from FakeTelegram." in unlinked.content.decode()
 
 
-def test_how_to_link_falls_back_to_the_plain_step_when_telegram_cannot_say(settings, fake_api):  # noqa: F811
+def test_how_to_link_falls_back_to_the_plain_step_when_telegram_cannot_say(settings, fake_api):
     settings.TELEGRAM_BOT_TOKEN = "999:unknown"
     settings.TELEGRAM_API_URL = fake_api.url  # no getMe route: 404
 
@@ -526,7 +441,7 @@ def test_how_to_link_falls_back_to_the_plain_step_when_telegram_cannot_say(setti
 
 async def test_polling_reads_updates_without_a_public_url(telegram, linked, token):
     prompt_id = await create(token)
-    await telegram.wait_for("sendMessage")
+    await telegram.arrived("sendMessage")
     served = threading.Event()
 
     def updates(call):
@@ -536,12 +451,12 @@ async def test_polling_reads_updates_without_a_public_url(telegram, linked, toke
         served.set()
         return 200, {"ok": True, "result": [tap_update(11, 500, f"s:{prompt_id.replace('-', '')}")]}
 
-    telegram.fake.route("POST", Telegram.path("getUpdates"), updates)
+    telegram.fake.route("POST", telegram.path("getUpdates"), updates)
     telegram.hold.clear()
     polling = asyncio.ensure_future(adapter.poll())
     try:
-        [notice] = await telegram.wait_for("answerCallbackQuery")
-        [first, then] = await telegram.wait_for("getUpdates", 2)
+        [notice] = await telegram.arrived("answerCallbackQuery")
+        [first, then] = await telegram.arrived("getUpdates", 2)
     finally:
         polling.cancel()
         telegram.hold.set()
@@ -552,8 +467,8 @@ async def test_polling_reads_updates_without_a_public_url(telegram, linked, toke
 
 
 @pytest.mark.live
-def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, fake_api, linked, token):  # noqa: F811
-    telegram = Telegram(fake_api)
+def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, fake_api, linked, token):
+    telegram = FakeTelegram(fake_api)
     env = {**server_env, "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_WEBHOOK_SECRET": SECRET}
     env |= {"TELEGRAM_API_URL": fake_api.url, "ASKUSER_CHAT_TIMEOUT": "1"}
     telegram.hold.clear()  # the first send is held in flight…
@@ -565,9 +480,9 @@ def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, f
         telegram.hold.set()
         second = DaphneServer(env, port=first.port).start()  # its first request starts its loops
         try:
-            sent = fake_api.wait_for(Telegram.path("sendMessage"), 2, timeout=DEADLINE)
+            sent = fake_api.wait_for(telegram.path("sendMessage"), 2, timeout=DEADLINE)
             prompt_id = created.json()["id"]
-            until(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").exists())
+            until_sync(lambda: Delivery.objects.filter(prompt_id=prompt_id, state="sent").exists())
         finally:
             second.stop()
     finally:

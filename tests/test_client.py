@@ -10,7 +10,6 @@ import re
 import signal
 import sys
 import threading
-import time
 
 import httpx
 import pytest
@@ -31,13 +30,10 @@ from askuser_app.agents.client import (
 from askuser_app.domain import services
 from askuser_app.models import Prompt
 
-from .conftest import QUESTION
+from .conftest import DEADLINE, QUESTION, auth, pending_prompt, until_async, until_sync, wait_until_parked
 from .servers import DaphneServer
-from .test_live import auth, wait_until_parked
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
-
-DEADLINE = 20  # seconds any awaited condition may take before the test fails
 
 
 @pytest.fixture(scope="module")
@@ -48,22 +44,11 @@ def server(server_env):
     daphne.stop()
 
 
-def until(condition, within: float = DEADLINE) -> None:
-    end = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < end, "condition not reached in time"
-        time.sleep(0.02)
-
-
-def pending_prompt(session: str = "support-42") -> Prompt | None:
-    return Prompt.objects.filter(session__key=session, status="pending").first()
-
-
 def test_ask_blocks_until_the_answer_and_returns_exactly_the_result(server, token, owner):
     # wait=1: in the embedded mode an answer given in this process wakes no wait in the server's.
     with AskUserClient(server.url, token, wait=1) as client, concurrent.futures.ThreadPoolExecutor() as pool:
         asking = pool.submit(client.ask, [QUESTION], session="support-42", timeout_seconds=120)
-        until(lambda: pending_prompt() is not None)
+        until_sync(lambda: pending_prompt() is not None)
         services.answer(pending_prompt(), {"deploy_target": "Production"}, by=owner, surface="web")
         result = asking.result(timeout=DEADLINE)
 
@@ -86,15 +71,6 @@ async def test_the_async_client_is_woken_by_a_cancel_on_the_server(server, token
 
     assert result == cancelled
     assert (result["status"], result["reason"]) == ("no_answer", "cancelled")
-
-
-async def until_async(find, within: float = DEADLINE):
-    """Poll the database (in a thread) until ``find()`` returns something."""
-    end = time.monotonic() + within
-    while (found := await sync_to_async(find)()) is None:
-        assert time.monotonic() < end, "condition not reached in time"
-        await asyncio.sleep(0.02)
-    return found
 
 
 def test_refusals_raise_typed_errors_with_the_servers_words(server, token):
@@ -251,7 +227,7 @@ def test_demo_agent_asks_in_a_session_of_its_own_titled_demo_agent(server, token
         running = pool.submit(call_command, "demo_agent", url=server.url, token=token, timeout=30, stdout=out)
         pending = Prompt.objects.filter(status="pending").select_related("session")
         for _ in range(3):  # cancel each of its three prompts as it comes
-            until(pending.exists)
+            until_sync(pending.exists)
             prompt = pending.get()
             httpx.post(f"{server.url}/api/v1/prompts/{prompt.pk}/cancel", headers=auth(token))
         running.result(timeout=DEADLINE)

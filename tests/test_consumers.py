@@ -7,50 +7,20 @@ from datetime import timedelta
 import pytest
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 from django.utils import timezone
 
-from askuser_app.domain import contract, services
+from askuser_app.domain import services
 from askuser_app.models import Message, Prompt, Session
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import socketauth, ui
 from askuser_app.web.consumers import CLOSE_TOO_MANY
-from controlui.asgi import application
 
-from .conftest import empty_the_cache, payload
+from .conftest import ask, ask_async, connect, cookie_for, empty_the_cache, opened
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DEADLINE = 10
-
-
-def cookie_for(user) -> str:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}"
-
-
-async def connect(
-    path: str, user=None, origin: str = "http://127.0.0.1", host: str = "127.0.0.1", extra=()
-) -> WebsocketCommunicator:
-    headers = [(b"origin", origin.encode()), (b"host", host.encode()), *extra]
-    if user is not None:
-        headers.append((b"cookie", (await database_call(cookie_for)(user)).encode()))
-    return WebsocketCommunicator(application, path, headers=headers)
-
-
-async def opened(path: str, user) -> WebsocketCommunicator:
-    socket = await connect(path, user)
-    connected, _ = await socket.connect(timeout=DEADLINE)
-    assert connected
-    await socket.receive_from(timeout=DEADLINE)  # the state as of joining
-    return socket
-
-
-@database_call
-def ask(agent, **fields) -> Prompt:
-    return services.ask(agent, contract.parse_create(payload(**fields))).prompt
 
 
 @pytest.fixture
@@ -253,7 +223,7 @@ async def test_an_origin_in_csrf_trusted_origins_is_accepted(session, owner, set
 
 
 async def test_on_connect_a_tab_gets_the_current_panel_and_timeline(agent, owner, session):
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     socket = await connect("/ws/sessions/support-42/", owner)
     await socket.connect(timeout=DEADLINE)
 
@@ -277,7 +247,7 @@ async def test_a_tab_whose_page_is_up_to_date_is_sent_nothing_until_something_ch
 
 async def test_the_panel_the_page_shows_is_not_sent_again_so_a_begun_answer_stays(agent, owner, session):
     await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
-    shown = await ask(agent)
+    shown = await ask_async(agent)
     socket = await connect(f"/ws/sessions/support-42/?since={ui.timeline_cursor()}&shown={shown.pk}", owner)
     await socket.connect(timeout=DEADLINE)
 
@@ -289,7 +259,7 @@ async def test_the_panel_the_page_shows_is_not_sent_again_so_a_begun_answer_stay
 
 
 async def test_a_page_showing_a_prompt_resolved_meanwhile_gets_the_panel_closed(agent, owner, session):
-    shown = await ask(agent)
+    shown = await ask_async(agent)
     cursor = await database_call(ui.timeline_cursor)()
     await database_call(services.cancel)(shown, agent=agent)
     socket = await connect(f"/ws/sessions/support-42/?since={cursor}&shown={shown.pk}", owner)
@@ -305,10 +275,10 @@ async def test_a_page_showing_a_prompt_resolved_meanwhile_gets_the_panel_closed(
 async def test_a_reconnecting_tab_catches_up_on_what_it_missed(agent, owner, session):
     await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
     cursor = await database_call(ui.timeline_cursor)()  # the page is rendered, then the tab goes away
-    resolved = await ask(agent)
+    resolved = await ask_async(agent)
     await database_call(services.answer)(resolved, {"deploy_target": "Production"}, by=owner, surface="web")
     await database_call(services.post_agent_message)(agent, "support-42", "Deploying now")
-    pending = await ask(agent)
+    pending = await ask_async(agent)
     socket = await connect(f"/ws/sessions/support-42/?since={cursor}", owner)
     await socket.connect(timeout=DEADLINE)
 
@@ -338,7 +308,7 @@ async def test_an_item_committed_while_the_page_was_read_is_not_missed(agent, ow
     ["since=99999999999999999999999999", "since=%C2%B2", "since=-5&shown=%00", "since=1e9", "since=" + "9" * 5000],
 )
 async def test_a_cursor_that_is_no_time_gets_the_whole_state_instead_of_an_error(agent, owner, session, query):
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     socket = await connect(f"/ws/sessions/support-42/?{query}", owner)
     connected, _ = await socket.connect(timeout=DEADLINE)
 
@@ -360,7 +330,7 @@ async def test_a_socket_for_a_key_no_session_can_have_is_refused_as_not_found(ow
 async def test_a_new_prompt_is_pushed_to_every_open_tab(agent, owner, session):
     tabs = [await opened("/ws/sessions/support-42/", owner) for _ in range(2)]
 
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
 
     for tab in tabs:
         html = await tab.receive_from(timeout=DEADLINE)
@@ -390,7 +360,7 @@ async def test_a_new_prompt_is_pushed_to_every_open_tab(agent, owner, session):
     ],
 )
 async def test_each_kind_of_resolution_closes_the_panel_and_adds_the_summary(agent, owner, session, resolve, words):
-    prompt = await ask(agent, run_id="run-1")
+    prompt = await ask_async(agent, run_id="run-1")
     tab = await opened("/ws/sessions/support-42/", owner)
 
     await database_call(resolve)(prompt, agent, owner)
@@ -406,7 +376,7 @@ async def test_a_change_is_announced_with_the_prompts_new_status(agent, owner, s
     listener = await layer.new_channel()
     await layer.group_add(realtime.user_group(owner.pk), listener)
 
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     created = await layer.receive(listener)
     await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
     resolved = await layer.receive(listener)
@@ -416,7 +386,7 @@ async def test_a_change_is_announced_with_the_prompts_new_status(agent, owner, s
 
 
 async def test_an_expiry_closes_the_panel_live(agent, owner, session):
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     tab = await opened("/ws/sessions/support-42/", owner)
     await database_call(Prompt.objects.filter(pk=prompt.pk).update)(expires_at=timezone.now() - timedelta(seconds=1))
 
@@ -440,7 +410,7 @@ async def test_a_message_is_pushed_to_the_sessions_tabs(agent, owner, session):
 async def test_the_sessions_list_updates_live(agent, owner, session):
     tab = await opened("/ws/sessions/", owner)
 
-    await ask(agent, session="fresh-session")
+    await ask_async(agent, session="fresh-session")
 
     html = await tab.receive_from(timeout=DEADLINE)
     assert 'id="sessions-list"' in html and "fresh-session" in html
@@ -453,7 +423,7 @@ async def test_a_sessions_list_that_is_up_to_date_is_sent_nothing_until_somethin
     tab = await connect(f"/ws/sessions/?since={ui.timeline_cursor()}", owner)
     await tab.connect(timeout=DEADLINE)
 
-    await ask(agent, session="fresh-session")
+    await ask_async(agent, session="fresh-session")
 
     html = await tab.receive_from(timeout=DEADLINE)  # the first frame is the change
     assert "fresh-session" in html
@@ -462,7 +432,7 @@ async def test_a_sessions_list_that_is_up_to_date_is_sent_nothing_until_somethin
 
 async def test_a_sessions_list_reconnecting_after_a_change_gets_the_list_again(agent, owner, session):
     cursor = await database_call(ui.timeline_cursor)()
-    await ask(agent)
+    await ask_async(agent)
     tab = await connect(f"/ws/sessions/?since={cursor}", owner)
     await tab.connect(timeout=DEADLINE)
 
@@ -478,7 +448,7 @@ async def test_a_tab_of_another_users_session_with_the_same_key_hears_only_its_o
     await database_call(services.post_agent_message)(their_agent, "support-42", "Hi Bob")
     their_tab = await opened("/ws/sessions/support-42/", other_user)
 
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     await database_call(services.post_agent_message)(agent, "support-42", "Deploying now")
     await database_call(services.cancel)(prompt, agent=agent)
     assert await their_tab.receive_nothing(timeout=0.3)
@@ -495,7 +465,7 @@ async def test_other_users_hear_nothing(agent, owner, other_user, session, other
     their_session_tab = await opened(f"/ws/sessions/{theirs.session.key}/", other_user)
     their_list_tab = await opened("/ws/sessions/", other_user)
 
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     await database_call(services.cancel)(prompt, agent=agent)
 
     assert await their_session_tab.receive_nothing(timeout=0.3)

@@ -13,7 +13,9 @@ from askuser_app.domain import services
 from askuser_app.models import Prompt
 from askuser_app.staff import history
 
-from .test_admin import DASHBOARD, ask, backdate, page, words
+from .conftest import ask, backdate, page, words
+
+DASHBOARD = "/admin/askuser_app/prompt/dashboard/"
 
 
 def midnight():

@@ -40,7 +40,6 @@ from askuser_app.models import (
 )
 from askuser_app.runtime.asyncdb import database_call
 
-from .chatfake import FakeAPI, fake_api  # noqa: F401  (the fixture)
 from .conftest import payload
 from .servers import DaphneServer
 
@@ -147,7 +146,7 @@ def sent_message(call: Any) -> tuple[int, dict[str, Any]]:
 @pytest.mark.django_db(transaction=True)
 async def test_one_users_silent_push_devices_do_not_delay_another_users_telegram_message(
     settings,
-    fake_api,  # noqa: F811
+    fake_api,
     agent,
     owner,
     other_user,

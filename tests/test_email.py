@@ -29,9 +29,9 @@ from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, Preferences, Prompt, PromptEvent
 from askuser_app.runtime.asyncdb import database_call
 
-from .conftest import EXTRAS, QUESTION, asgi_request, payload
-from .mailfake import free_port, parts, smtp_server  # noqa: F401  (a fixture)
-from .test_client import until_async
+from .conftest import EXTRAS, QUESTION, asgi_request, payload, until_async
+from .mailfake import parts
+from .servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = "https://askuser.example.com"
@@ -41,7 +41,7 @@ LINK = re.compile(re.escape(PUBLIC) + r"(/chat/email/[^/\s\"<>]+/)")
 
 
 @pytest.fixture
-def smtp(settings, smtp_server):  # noqa: F811
+def smtp(settings, smtp_server):
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp_server.port
     settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False

@@ -31,7 +31,7 @@ from askuser_app.domain import prefs
 from askuser_app.models import Message, Prompt, PushSubscription, Session
 from controlui.asgi import application
 
-from .conftest import QUESTION, asgi_request, log_in, payload
+from .conftest import QUESTION, asgi_request, connect, log_in, payload
 from .servers import DaphneServer
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -267,8 +267,6 @@ QUERY_VALUE = st.one_of(
 
 
 async def socket_outcome(owner, key: str, query: str) -> tuple[bool, Any]:
-    from .test_consumers import connect
-
     socket = await connect(f"/ws/sessions/{quote(key, safe='')}/?{query}", owner)
     connected, code = await socket.connect(timeout=10)
     if connected:

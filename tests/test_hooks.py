@@ -18,7 +18,6 @@ from askuser_app.models import Delivery, Message, Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 
-from .chatfake import fake_api  # noqa: F401  (the fixture)
 from .conftest import asgi_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -229,7 +228,7 @@ CHAT = 4242
 
 
 @pytest.fixture
-def telegram(settings, fake_api):  # noqa: F811
+def telegram(settings, fake_api):
     settings.TELEGRAM_BOT_TOKEN = TELEGRAM_TOKEN
     settings.TELEGRAM_WEBHOOK_SECRET = TELEGRAM_SECRET
     settings.TELEGRAM_API_URL = fake_api.url

@@ -11,13 +11,9 @@ import pytest
 from askuser_app.domain import services
 from askuser_app.models import Prompt
 
-from .conftest import payload
+from .conftest import auth, payload, wait_until_parked
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def test_an_agent_asks_waits_and_is_woken_by_a_cancel_on_the_same_server(start_server, token):
@@ -33,13 +29,6 @@ def test_an_agent_asks_waits_and_is_woken_by_a_cancel_on_the_same_server(start_s
 
     assert cancelled.status_code == 200
     assert woken.json() == cancelled.json()
-
-
-def wait_until_parked(server, count: int = 1) -> None:
-    deadline = time.monotonic() + 10
-    while httpx.get(f"{server.url}/healthz").json()["waiting"] < count:
-        assert time.monotonic() < deadline, "the wait never parked"
-        time.sleep(0.01)
 
 
 def test_a_prompt_and_its_answer_survive_a_killed_server(start_server, server_env, token, owner):

@@ -20,10 +20,8 @@ from mcp_types import Implementation
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 
-from .conftest import QUESTION, asgi_request, log_in, until
+from .conftest import DEADLINE, QUESTION, asgi_request, auth, log_in, pending_prompt, until, until_async
 from .servers import ROOT, DaphneServer
-from .test_client import DEADLINE, pending_prompt, until_async
-from .test_live import auth
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

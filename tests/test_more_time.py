@@ -24,13 +24,9 @@ from askuser_app.models import Message, Prompt, PromptEvent, WebhookDelivery
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import ui
 
-from .conftest import QUESTION, payload
+from .conftest import QUESTION, connect, parked, payload, start_wait, until_sync, wait_until_parked
 from .servers import DaphneServer
-from .test_client import until
-from .test_consumers import connect
-from .test_live import wait_until_parked
-from .test_wait import parked, start_wait
-from .test_webhooks import WEBHOOK_ENV, Receiver, finished
+from .webhookfake import WEBHOOK_ENV, Receiver, finished
 
 DEADLINE = 20
 STEP = timedelta(seconds=900)
@@ -150,7 +146,7 @@ def test_after_an_extension_the_old_deadline_expires_nothing(agent, owner):
     seen_before = Prompt.objects.get(pk=prompt.pk)  # a reader that still holds the old deadline
     services.extend(prompt, by=owner, surface="web")
 
-    until(passed(old))
+    until_sync(passed(old))
 
     assert services.expire_due() == 0
     with pytest.raises(services.Conflict) as refused:
@@ -390,10 +386,10 @@ def test_the_webhook_owner_gets_the_real_outcome_not_an_expiry_at_the_old_deadli
 
         # The server's deadline loop reads the deadlines at least every five seconds:
         # it has had a turn after the old one.
-        until(passed(old + timedelta(seconds=6)), within=DEADLINE)
+        until_sync(passed(old + timedelta(seconds=6)), within=DEADLINE)
         assert stored(prompt).status == "pending" and not WebhookDelivery.objects.filter(prompt_id=prompt_id).exists()
         answered = services.answer(stored(prompt), {"deploy_target": "Production"}, by=owner, surface="web")
-        until(finished(prompt_id))
+        until_sync(finished(prompt_id))
     finally:
         receiver.close()
 
@@ -416,10 +412,10 @@ def test_the_client_keeps_retrying_past_the_old_deadline_when_the_person_asked_f
         wait_until_parked(first)
         prompt = Prompt.objects.get(session__key="support-42", status="pending")
         services.extend(prompt, by=owner, surface="web")
-        until(lambda: len(extensions) == 1)
+        until_sync(lambda: len(extensions) == 1)
         first.kill()
         # Down past the old deadline and its grace: a client bound to it would give up now.
-        until(passed(prompt.created_at + timedelta(seconds=33)), within=60)
+        until_sync(passed(prompt.created_at + timedelta(seconds=33)), within=60)
         assert not asking.done()
         services.answer(stored(prompt), {"deploy_target": "Production"}, by=owner, surface="web")
         start_server(port=first.port)

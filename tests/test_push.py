@@ -43,8 +43,7 @@ from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscripti
 from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
 
-from .conftest import EXTRAS, QUESTION, payload
-from .test_client import until_async
+from .conftest import EXTRAS, QUESTION, payload, until_async
 
 DEADLINE = 10
 LOOPBACK = ipaddress.ip_address("127.0.0.1")

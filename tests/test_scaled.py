@@ -10,8 +10,7 @@ import pytest
 from askuser_app.domain import services
 from askuser_app.models import Prompt, PromptEvent
 
-from .conftest import SCALED, SCALED_REASON, payload
-from .test_live import auth, wait_until_parked
+from .conftest import SCALED, SCALED_REASON, auth, payload, wait_until_parked
 
 pytestmark = [
     pytest.mark.scaled,

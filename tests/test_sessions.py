@@ -12,8 +12,9 @@ from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, Session
 from askuser_app.runtime.asyncdb import database_call
 
-from .conftest import payload
-from .test_consumers import DEADLINE, connect
+from .conftest import connect, payload
+
+DEADLINE = 10
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,9 @@ from django.test import Client
 
 from askuser_app.web import consumers, socketauth, ui
 
-from .conftest import empty_the_cache
-from .test_consumers import DEADLINE, ask, connect, opened
+from .conftest import ask_async, connect, empty_the_cache, opened
+
+DEADLINE = 10
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +28,7 @@ def in_line(settings):
 
 
 async def test_a_page_in_line_is_let_in_first_and_then_sent_its_state(in_line, agent, owner):
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     socket = await connect("/ws/sessions/support-42/", owner)
 
     connected, _ = await socket.connect(timeout=DEADLINE)
@@ -38,7 +39,7 @@ async def test_a_page_in_line_is_let_in_first_and_then_sent_its_state(in_line, a
 
 
 async def test_a_page_in_line_without_a_login_is_let_in_and_closed_with_4401(in_line, agent):
-    await ask(agent)
+    await ask_async(agent)
     socket = await connect("/ws/sessions/support-42/")
 
     connected, _ = await socket.connect(timeout=DEADLINE)
@@ -48,7 +49,7 @@ async def test_a_page_in_line_without_a_login_is_let_in_and_closed_with_4401(in_
 
 
 async def test_a_page_in_line_for_another_users_session_is_closed_with_4404(in_line, agent, other_user):
-    await ask(agent)
+    await ask_async(agent)
     socket = await connect("/ws/sessions/support-42/", other_user)
 
     connected, _ = await socket.connect(timeout=DEADLINE)
@@ -58,7 +59,7 @@ async def test_a_page_in_line_for_another_users_session_is_closed_with_4404(in_l
 
 
 async def test_a_page_whose_read_is_quick_is_still_refused_before_its_handshake(agent):
-    await ask(agent)
+    await ask_async(agent)
     socket = await connect("/ws/sessions/support-42/")
 
     connected, _ = await socket.connect(timeout=DEADLINE)
@@ -84,7 +85,7 @@ async def test_a_prompt_asked_is_read_once_for_all_of_a_persons_pages(agent, own
     pages = [await opened(ONLY_WAITING, owner) for _ in range(5)]
     counted.clear()
 
-    prompt = await ask(agent, session="elsewhere")
+    prompt = await ask_async(agent, session="elsewhere")
 
     heard = [await page.receive_from(timeout=DEADLINE) for page in pages]
     assert all(f"/p/{prompt.pk}/" in html and 'data-count="1"' in html for html in heard)
@@ -100,7 +101,7 @@ async def test_each_language_and_each_person_gets_its_own_render(agent, owner, s
     someone_else = await opened(ONLY_WAITING, staff)
     counted.clear()
 
-    await ask(agent, session="elsewhere")
+    await ask_async(agent, session="elsewhere")
 
     in_english = await english.receive_from(timeout=DEADLINE)
     in_hindi = await hindi.receive_from(timeout=DEADLINE)
@@ -114,9 +115,9 @@ async def test_each_language_and_each_person_gets_its_own_render(agent, owner, s
 async def test_later_announcements_are_rendered_anew(agent, owner):
     page = await opened(ONLY_WAITING, owner)
 
-    first = await ask(agent, session="elsewhere")
+    first = await ask_async(agent, session="elsewhere")
     assert 'data-count="1"' in await page.receive_from(timeout=DEADLINE)
-    await ask(agent, session="another")
+    await ask_async(agent, session="another")
 
     html = await page.receive_from(timeout=DEADLINE)
     # Two waiting: the count leads to the inbox, and still names the oldest in its state.

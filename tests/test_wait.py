@@ -16,22 +16,11 @@ from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 from controlui.asgi import application
 
-from .conftest import asgi_get, until
+from .conftest import asgi_get, parked, start_wait, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DEADLINE = 10  # seconds any single step may take before the test fails
-
-
-def parked(prompt: Prompt, count: int = 1):
-    """True once ``count`` requests wait on the prompt's group in this process."""
-    group = realtime.prompt_group(prompt.pk)
-    return lambda: len(realtime.hub().inboxes.get(group, ())) >= count
-
-
-def start_wait(token: str, prompt: Prompt, wait: float = 30) -> asyncio.Task:
-    headers = {"Authorization": f"Bearer {token}"}
-    return asyncio.ensure_future(asgi_get(f"/api/v1/prompts/{prompt.pk}?wait={wait}", headers))
 
 
 answer = database_call(services.answer)

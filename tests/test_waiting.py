@@ -15,8 +15,9 @@ from askuser_app.models import Message, Prompt, Session
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import ui
 
-from .conftest import payload
-from .test_consumers import DEADLINE, ask, connect, opened
+from .conftest import ask_async, connect, opened, payload
+
+DEADLINE = 10
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -119,7 +120,7 @@ async def test_a_session_page_hears_a_prompt_asked_in_another_session(agent, own
     await database_call(services.post_agent_message)(agent, "first", "Hello")
     tab = await opened("/ws/sessions/first/", owner)
 
-    prompt = await ask(agent, session="second")
+    prompt = await ask_async(agent, session="second")
 
     html = await tab.receive_from(timeout=DEADLINE)
     assert 'id="waiting"' in html and 'data-count="1"' in html and f"/p/{prompt.pk}/" in html
@@ -131,7 +132,7 @@ async def test_a_session_page_hears_a_prompt_asked_in_another_session(agent, own
 
 async def test_an_answer_in_another_session_lowers_the_count_on_every_kind_of_page(agent, owner):
     await database_call(services.post_agent_message)(agent, "first", "Hello")
-    prompt = await ask(agent, session="second")
+    prompt = await ask_async(agent, session="second")
     tabs = [await opened(path, owner) for path in ("/ws/sessions/first/", ONLY_WAITING)]
 
     await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
@@ -146,7 +147,7 @@ async def test_an_answer_in_another_session_lowers_the_count_on_every_kind_of_pa
 async def test_the_sessions_list_gets_the_count_with_the_list(agent, owner):
     tab = await opened("/ws/sessions/", owner)
 
-    await ask(agent, session="second")
+    await ask_async(agent, session="second")
 
     html = await tab.receive_from(timeout=DEADLINE)
     assert 'id="waiting"' in html and 'data-count="1"' in html and 'id="sessions-list"' in html
@@ -157,7 +158,7 @@ async def test_a_prompt_asked_in_the_pages_own_session_comes_with_its_panel_in_o
     await database_call(services.post_agent_message)(agent, "first", "Hello")
     tab = await opened("/ws/sessions/first/", owner)
 
-    prompt = await ask(agent, session="first")
+    prompt = await ask_async(agent, session="first")
 
     html = await tab.receive_from(timeout=DEADLINE)
     assert html.index('id="waiting"') < html.index('id="prompt-panel"')
@@ -167,7 +168,7 @@ async def test_a_prompt_asked_in_the_pages_own_session_comes_with_its_panel_in_o
 
 
 async def test_a_deadline_moved_updates_the_count_without_notifying_again(agent, owner):
-    prompt = await ask(agent, session="second")
+    prompt = await ask_async(agent, session="second")
     tab = await opened(ONLY_WAITING, owner)
 
     await database_call(services.extend)(prompt, by=owner, surface="web")
@@ -180,7 +181,7 @@ async def test_a_deadline_moved_updates_the_count_without_notifying_again(agent,
 async def test_a_page_on_other_settings_hears_only_the_count(agent, owner):
     tab = await opened(ONLY_WAITING, owner)
 
-    await ask(agent, session="second")
+    await ask_async(agent, session="second")
     await database_call(services.post_agent_message)(agent, "second", "More news")
 
     html = await tab.receive_from(timeout=DEADLINE)
@@ -192,7 +193,7 @@ async def test_a_page_on_other_settings_hears_only_the_count(agent, owner):
 async def test_another_user_hears_no_count_of_mine(agent, owner, other_user):
     their_tab = await opened(ONLY_WAITING, other_user)
 
-    prompt = await ask(agent, session="second")
+    prompt = await ask_async(agent, session="second")
     await database_call(services.cancel)(prompt, agent=agent)
 
     assert await their_tab.receive_nothing(timeout=0.3)
@@ -202,7 +203,7 @@ async def test_another_user_hears_no_count_of_mine(agent, owner, other_user):
 @pytest.mark.parametrize("path", ["/ws/sessions/?only=waiting&", "/ws/sessions/first/?", "/ws/sessions/?"])
 async def test_a_connecting_page_gets_the_count_only_if_what_it_shows_is_out_of_date(agent, owner, path):
     await database_call(services.post_agent_message)(agent, "first", "Hello")
-    prompt = await ask(agent, session="second")
+    prompt = await ask_async(agent, session="second")
     await make_it_all_old()
     shown = (await database_call(ui.waiting)(owner)).state
     cursor = await database_call(ui.timeline_cursor)()

@@ -11,9 +11,9 @@ import pytest
 
 from askuser_app.models import WebhookAttempt
 
+from .conftest import until_sync
 from .servers import DaphneServer
-from .test_client import until
-from .test_webhooks import Receiver, ask_with_callback, cancel_over_http, delivery_of, finished, never_answering
+from .webhookfake import Receiver, ask_with_callback, cancel_over_http, delivery_of, finished, never_answering
 
 RETRY_BASE = 1.0
 SECOND_PAUSE = timedelta(seconds=2 * RETRY_BASE)  # after two timeouts in a row
@@ -41,11 +41,11 @@ def test_a_host_that_keeps_timing_out_pauses_its_deliveries_while_others_are_sen
         slow_ids = [ask_with_callback(server, token, silent.url, session=f"slow-{n}") for n in range(3)]
         for prompt_id in slow_ids:
             cancel_over_http(server, token, prompt_id)
-        until(lambda: len(attempts_of(slow_ids)) >= 2)  # two timeouts in a row
+        until_sync(lambda: len(attempts_of(slow_ids)) >= 2)  # two timeouts in a row
         fast_id = ask_with_callback(server, token, fast.url, session="fast")
         cancel_over_http(server, token, fast_id)
-        until(finished(fast_id))
-        until(lambda: len(attempts_of(slow_ids)) >= 4)
+        until_sync(finished(fast_id))
+        until_sync(lambda: len(attempts_of(slow_ids)) >= 4)
     finally:
         server.stop()  # before the silent receiver lets its requests go
         silent.close()

@@ -4,66 +4,32 @@ private addresses refused unless allowed."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 from django.test import Client
 
-from askuser_app.agents.client import AskUserClient, sign, verify_signature
+from askuser_app.agents.client import sign, verify_signature
 from askuser_app.delivery import egress, engine
 from askuser_app.domain import addresses, contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 from askuser_app.runtime.asyncdb import database_call
 
-from .conftest import QUESTION, payload
+from .conftest import DEADLINE, auth, payload, until_async, until_sync
 from .servers import DaphneServer
-from .test_client import DEADLINE, until, until_async
-from .test_live import auth
-
-RETRY_BASE = 0.3
-ATTEMPTS = 3
-ATTEMPT_TIMEOUT = 5.0
-WEBHOOK_ENV = {
-    "ASKUSER_WEBHOOK_ALLOW_PRIVATE": "1",  # the receivers listen on 127.0.0.1
-    "ASKUSER_WEBHOOK_RETRY_BASE": str(RETRY_BASE),
-    "ASKUSER_WEBHOOK_ATTEMPTS": str(ATTEMPTS),
-    "ASKUSER_WEBHOOK_TIMEOUT": str(ATTEMPT_TIMEOUT),
-}
-
-
-class Receiver:
-    """An agent's webhook endpoint: records every request; can fail or hold its answers."""
-
-    def __init__(self, fail_first: int = 0) -> None:
-        self.requests: list[tuple[dict[str, str], bytes]] = []
-        self.fail_first = fail_first
-        self.release = threading.Event()
-        self.release.set()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append((dict(self.headers), body))
-                receiver.release.wait(DEADLINE)
-                failing = len(receiver.requests) <= receiver.fail_first
-                self.send_response(500 if failing else 204)
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/askuser-hook"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+from .webhookfake import (
+    ATTEMPT_TIMEOUT,
+    ATTEMPTS,
+    RETRY_BASE,
+    WEBHOOK_ENV,
+    Receiver,
+    ask_with_callback,
+    cancel_over_http,
+    delivery_of,
+    finished,
+    never_answering,
+)
 
 
 @pytest.fixture
@@ -85,26 +51,13 @@ def server(webhook_env):
     daphne.stop()
 
 
-def delivery_of(prompt_id: str) -> WebhookDelivery | None:
-    return WebhookDelivery.objects.filter(prompt_id=prompt_id).first()
-
-
-def finished(prompt_id: str):
-    return lambda: (d := delivery_of(prompt_id)) is not None and d.status != WebhookDelivery.Status.PENDING
-
-
-def ask_with_callback(server: DaphneServer, token: str, url: str, session: str = "support-42") -> str:
-    with AskUserClient(server.url, token) as client:
-        return client.create([QUESTION], session=session, callback_url=url)["id"]
-
-
 @pytest.mark.live
 @pytest.mark.django_db(transaction=True)
 def test_a_resolution_posts_the_signed_result_to_the_callback_url(server, receiver, agent, token):
     prompt_id = ask_with_callback(server, token, receiver.url)
 
     cancelled = httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
-    until(finished(prompt_id))
+    until_sync(finished(prompt_id))
 
     [(headers, body)] = receiver.requests
     assert json.loads(body) == cancelled.json() == Prompt.objects.get(pk=prompt_id).result
@@ -123,7 +76,7 @@ def test_a_failing_receiver_gets_retries_with_growing_delays_each_recorded(serve
     try:
         prompt_id = ask_with_callback(server, token, receiver.url)
         httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
-        until(finished(prompt_id))
+        until_sync(finished(prompt_id))
     finally:
         receiver.close()
 
@@ -149,7 +102,7 @@ def test_an_unreachable_receiver_is_given_up_after_the_last_attempt(server, toke
     prompt_id = ask_with_callback(server, token, closed.url)
 
     httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token))
-    until(finished(prompt_id))
+    until_sync(finished(prompt_id))
 
     delivery = delivery_of(prompt_id)
     assert delivery.status == "failed" and delivery.finished_at is not None
@@ -164,12 +117,12 @@ def test_the_request_that_resolves_the_prompt_never_waits_for_the_delivery(serve
     prompt_id = ask_with_callback(server, token, receiver.url)
 
     cancelled = httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token), timeout=DEADLINE)
-    until(lambda: len(receiver.requests) == 1)  # the delivery is in flight, held by the receiver…
+    until_sync(lambda: len(receiver.requests) == 1)  # the delivery is in flight, held by the receiver…
     assert cancelled.status_code == 200  # …and the cancel has long returned
     assert delivery_of(prompt_id).status == "pending"
 
     receiver.release.set()
-    until(finished(prompt_id))
+    until_sync(finished(prompt_id))
     assert delivery_of(prompt_id).status == "delivered"
 
 
@@ -186,7 +139,7 @@ def test_a_delivery_recorded_while_the_server_was_down_is_sent_after_the_restart
 
         second = DaphneServer(webhook_env, port=first.port).start()
         try:
-            until(finished(prompt_id))
+            until_sync(finished(prompt_id))
         finally:
             second.stop()
     finally:
@@ -194,16 +147,6 @@ def test_a_delivery_recorded_while_the_server_was_down_is_sent_after_the_restart
 
     [(_, body)] = receiver.requests
     assert json.loads(body)["answers"] == {"answers": {"deploy_target": ["Production"]}}
-
-
-def never_answering() -> Receiver:
-    silent = Receiver()
-    silent.release.clear()  # holds every request past any attempt's timeout
-    return silent
-
-
-def cancel_over_http(server: DaphneServer, token: str, prompt_id: str) -> None:
-    assert httpx.post(f"{server.url}/api/v1/prompts/{prompt_id}/cancel", headers=auth(token)).status_code == 200
 
 
 @pytest.mark.live
@@ -216,12 +159,12 @@ def test_receivers_that_never_answer_do_not_delay_another_owners_webhook(server,
         for n in range(64):
             body = contract.parse_create(payload(session=f"slow-{n}", callback_url=silent.url))
             services.cancel(services.ask(slow_agent, body).prompt, agent=slow_agent)
-        until(lambda: len(silent.requests) >= 2)  # the server is busy with them
+        until_sync(lambda: len(silent.requests) >= 2)  # the server is busy with them
 
         prompt_id = ask_with_callback(server, token, fast.url)
         cancel_over_http(server, token, prompt_id)
 
-        until(lambda: len(fast.requests) == 1, within=ATTEMPT_TIMEOUT)
+        until_sync(lambda: len(fast.requests) == 1, within=ATTEMPT_TIMEOUT)
         assert len(silent.requests) < 16  # the silent host holds a few slots, never all
     finally:
         silent.close()
@@ -236,7 +179,7 @@ def test_receivers_that_never_answer_do_not_delay_another_owners_webhook(server,
             claimed = sum(slow.values_list("attempt_count", flat=True))
             return WebhookAttempt.objects.filter(delivery__in=slow).count() >= claimed
 
-        until(recorded, within=ATTEMPT_TIMEOUT * 2)
+        until_sync(recorded, within=ATTEMPT_TIMEOUT * 2)
 
 
 @pytest.mark.django_db
