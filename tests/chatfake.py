@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import DaphneServer
+from tests.servers import DaphneServer, serve_in_thread
 
 
 @dataclass
@@ -155,13 +155,11 @@ def fake_api() -> Iterator[FakeAPI]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
     server.daemon_threads = True
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    stop = serve_in_thread(server)
     try:
         yield fake
     finally:
-        server.shutdown()
-        server.server_close()
+        stop()
 
 
 class FakeSocketMode:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -26,6 +29,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def serve_in_thread(server: socketserver.BaseServer) -> Callable[[], None]:
+    """Serve a fake (an ``http.server``) on a daemon thread; the function returned stops and closes it.
+
+    ``shutdown()`` returns when ``serve_forever`` next looks, every ``poll_interval``:
+    0.5 s by default, paid by every test that stops a fake; 0.02 s here."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return stop
 
 
 def database_url() -> str:

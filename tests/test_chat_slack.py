@@ -421,9 +421,11 @@ def socket_mode(slack_settings, fake_api: FakeAPI):
         yield end
     finally:
         loop.call_soon_threadsafe(task.cancel)
+        # The SDK's close waits for its reader, which holds the socket until a read returns:
+        # the end hangs up, as Slack does, rather than letting the read time out.
+        end.close()
         thread.join(10)
         loop.close()
-        end.close()
 
 
 def test_socket_mode_answers_a_command_over_the_socket(socket_mode: FakeSocketMode, fake_api: FakeAPI):

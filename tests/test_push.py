@@ -44,6 +44,7 @@ from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
 
 from .conftest import EXTRAS, QUESTION, payload, until_async
+from .servers import serve_in_thread
 
 DEADLINE = 10
 LOOPBACK = ipaddress.ip_address("127.0.0.1")
@@ -187,14 +188,12 @@ def serving(context: ssl.SSLContext | None = None) -> Iterator[PushService]:
         server.socket = context.wrap_socket(server.socket, server_side=True)
     service.url = f"{'https' if context else 'http'}://127.0.0.1:{server.server_address[1]}"
     service.hold.set()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    stop = serve_in_thread(server)
     try:
         yield service
     finally:
         service.hold.set()
-        server.shutdown()
-        server.server_close()
+        stop()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from askuser_app.agents.client import AskUserClient
 from askuser_app.models import WebhookDelivery
 
 from .conftest import DEADLINE, QUESTION, auth
-from .servers import DaphneServer
+from .servers import DaphneServer, serve_in_thread
 
 RETRY_BASE = 0.3
 ATTEMPTS = 3
@@ -49,12 +49,11 @@ class Receiver:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_port}/askuser-hook"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.stop = serve_in_thread(self.httpd)
 
     def close(self) -> None:
         self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.stop()
 
 
 def delivery_of(prompt_id: str) -> WebhookDelivery | None:
