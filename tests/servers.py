@@ -57,41 +57,48 @@ def database_url() -> str:
 
 
 class DaphneServer:
+    """A Daphne process on 127.0.0.1, serving on a socket this process binds and hands over.
+
+    The port is held from the moment the server is made (no other worker's free port can
+    take it meanwhile), and a request made while Daphne starts waits in the socket's queue
+    until it is served: being ready is the answer to one request, not a poll."""
+
     def __init__(self, env: dict[str, str], port: int | None = None) -> None:
         self.env = env
-        self.port = port or free_port()
+        self.listener: socket.socket | None = self._listen(port or 0)
+        self.port: int = self.listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(tempfile.mkstemp(prefix=f"daphne-{self.port}-", suffix=".log")[1])
         self.process: subprocess.Popen[bytes] | None = None
 
+    @staticmethod
+    def _listen(port: int) -> socket.socket:
+        listener = socket.socket()
+        # A restart binds the port a killed process held; its closed connections may linger.
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(128)
+        return listener
+
     def start(self) -> DaphneServer:
-        command = [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-v",
-            "0",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-            "controlui.asgi:application",
-        ]
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        listener = self.listener or self._listen(self.port)
+        self.listener = None
+        fd = listener.fileno()
+        command = [sys.executable, "-m", "daphne", "-v", "0", "--fd", str(fd), "controlui.asgi:application"]
+        with self.log.open("ab") as log, listener:
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(fd,)
+            )
+        # Only Daphne holds the socket now: if it dies, the request below is refused, not left waiting.
         self.wait_ready()
         return self
 
     def wait_ready(self, within: float = 30.0) -> None:
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            if self.process and self.process.poll() is not None:
-                break
-            try:
-                if httpx.get(f"{self.url}/api/v1/tool", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.05)
+        try:
+            if httpx.get(f"{self.url}/api/v1/tool", timeout=within).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
         raise RuntimeError(f"Daphne on {self.port} did not start:\n{self.output()}")
 
     def output(self) -> str:
