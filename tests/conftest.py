@@ -26,6 +26,7 @@ from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.test import Client
+from xdist.scheduler import LoadScopeScheduling
 
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
@@ -47,6 +48,33 @@ if os.environ.get("ASKUSER_REQUIRE_BROWSER") and not shutil.which("chromium"):
     raise pytest.UsageError(
         "ASKUSER_REQUIRE_BROWSER is set, but chromium is not installed (apt-get install -y chromium)"
     )
+
+
+# Modules whose tests share a costly module-scoped setup: chromium and a Daphne (the browser
+# modules), or 100,000 prompts on PostgreSQL (the admin search).
+ONE_WORKER = re.compile(r"tests/test_(browser\w*|a11y|admin_search)\.py::")
+
+
+class OneWorkerForSharedSetups(LoadScopeScheduling):
+    """pytest-xdist's ``load`` distribution, test by test, except that a module whose tests
+    share a costly module-scoped setup goes whole to one worker, which makes it once.
+
+    Work is handed out in collection order, which is pytest-django's: the tests inside a
+    transaction before those that commit and then empty every table (the Reviewers group
+    a migration made too). Handing out the largest unit first would break it."""
+
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        super().__init__(config, log)
+        config.option.loadscopereorder = False
+
+    def _split_scope(self, nodeid: str) -> str:
+        return nodeid.split("::", 1)[0] if ONE_WORKER.match(nodeid) else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScopeScheduling | None:
+    """``-n N`` (``--dist load``): the scheduling above."""
+    return OneWorkerForSharedSetups(config, log) if config.getvalue("dist") == "load" else None
 
 
 QUESTION = {
