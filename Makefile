@@ -4,6 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# pytest-xdist workers for make test: one per core ("auto"); 0 runs the suite in this process.
+TEST_WORKERS ?= auto
 
 .PHONY: run test bench lint format messages clean
 
@@ -25,9 +27,9 @@ run: $(VENV)/.runtime
 	$(BIN)/python manage.py setupdemo --url http://$(HOST):$(PORT)
 	exec $(BIN)/daphne -b $(HOST) -p $(PORT) controlui.asgi:application
 
-## test: set up and run the whole test suite (PYTEST_ARGS passes options on)
+## test: set up and run the whole test suite, a worker per core (TEST_WORKERS=N to choose; PYTEST_ARGS passes options on)
 test: $(VENV)/.dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 ## bench: measure wake latency, waiting capacity and throughput (not a test)
 bench: $(VENV)/.dev
