@@ -209,7 +209,9 @@ def test_each_client_without_a_session_asks_in_one_of_its_own_titled_by_the_prog
     sessions = [Prompt.objects.select_related("session").get(pk=c["id"]).session for c in (first, second)]
     assert first["session"] != second["session"]
     assert all(re.fullmatch(r"py-[0-9a-f]{12}", s.key) for s in sessions)
-    program, folder = os.path.basename(sys.argv[0]), os.path.basename(os.getcwd())
+    # The program's name; "python" for one without (``python -c``, as a pytest-xdist worker runs).
+    program = os.path.basename(sys.argv[0]) if sys.argv[0] not in ("", "-c", "-m") else "python"
+    folder = os.path.basename(os.getcwd())
     assert [s.title for s in sessions] == [f"{program} · {folder}"] * 2
     assert busy.value.code == "session_busy" and first["session"] in busy.value.message
 
