@@ -1,4 +1,6 @@
-"""Shared fixtures: a few explicit users and agents, API helpers, server processes."""
+"""Shared fixtures and helpers: a few explicit users and agents, the agent API, waits and
+sockets, server processes (tests/servers.py), the fakes (chatfake, mailfake, webhookfake) and
+the browser's setup (tests/browsers.py); and how pytest-xdist hands the tests to its workers."""
 
 from __future__ import annotations
 
