@@ -54,7 +54,7 @@ if os.environ.get("ASKUSER_REQUIRE_BROWSER") and not shutil.which("chromium"):
 
 # Modules whose tests share a costly module-scoped setup: chromium and a Daphne (the browser
 # modules), or 100,000 prompts on PostgreSQL (the admin search).
-ONE_WORKER = re.compile(r"tests/test_(browser\w*|a11y|admin_search)\.py::")
+ONE_WORKER = re.compile(r"tests/\w+/test_(browser\w*|a11y|admin_search)\.py::")
 
 
 class OneWorkerForSharedSetups(LoadScopeScheduling):
@@ -225,26 +225,6 @@ def fresh_channel_layer():
     realtime._hubs.clear()
 
 
-@pytest.fixture
-def scaled_layer(settings):
-    """The scaled mode's channel layer as this process sees it: Redis, heard by every process.
-    Nothing here reaches it (an unused port): for code that only asks which mode it runs in."""
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},
-        }
-    }
-    return settings
-
-
-@pytest.fixture
-def embedded_layer(settings):
-    """The embedded mode's channel layer, on either tier: this process's memory alone."""
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "askuser_app.runtime.layers.InMemoryChannelLayer"}}
-    return settings
-
-
 def empty_the_cache() -> None:
     """Forget every login and recipient cached. In the scaled mode only this
     project's keys go: Django's ``clear()`` would empty the whole Redis
@@ -263,17 +243,6 @@ def empty_cache():
     """Each test starts with nothing cached: a user id an earlier test's
     rolled-back rows used is someone else's here."""
     empty_the_cache()
-
-
-@pytest.fixture
-def socket_caps(settings):
-    """Caps of 2 sockets per user and per address, counting from no open socket."""
-    from askuser_app.web.consumers import holdings
-
-    holdings.open.clear()  # sockets earlier tests left open count against nobody here
-    settings.ASKUSER_MAX_SOCKETS_PER_USER = settings.ASKUSER_MAX_SOCKETS_PER_ADDRESS = 2
-    yield settings
-    holdings.open.clear()
 
 
 PASSWORD = "correct-horse-battery"
@@ -440,18 +409,3 @@ def asked(api):
     response = api.ask()
     assert response.status_code == 201, response.content
     return Prompt.objects.get(pk=response.json()["id"])
-
-
-@pytest.fixture(scope="module")
-def long_history(django_db_setup, django_db_blocker):
-    """100,000 resolved prompts over 1,000 sessions, made once for a module's tests
-    and removed after them (PostgreSQL only: bench/history.py)."""
-    from bench import history
-
-    with django_db_blocker.unblock():
-        historian = make_user("historian")
-        agent, _ = services.create_agent("historian", historian)
-        history.fill(historian.pk, agent.pk, 100_000)
-    yield 100_000
-    with django_db_blocker.unblock():
-        history.clear(historian.pk)

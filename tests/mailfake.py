@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 
-from .servers import free_port
+from tests.servers import free_port
 
 
 class Inbox:

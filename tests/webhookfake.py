@@ -10,9 +10,8 @@ import httpx
 
 from askuser_app.agents.client import AskUserClient
 from askuser_app.models import WebhookDelivery
-
-from .conftest import DEADLINE, QUESTION, auth
-from .servers import DaphneServer, serve_in_thread
+from tests.conftest import DEADLINE, QUESTION, auth
+from tests.servers import DaphneServer, serve_in_thread
 
 RETRY_BASE = 0.3
 ATTEMPTS = 3

@@ -251,7 +251,7 @@ def _session_changes(session: Session, agent: Agent, title: str | None) -> dict[
 # ``ignore_conflicts`` returns no ids), and ``get_or_create`` costs a lookup
 # and a savepoint besides: four statements instead of one for a new session
 # (docs/PERFORMANCE.md). PostgreSQL and SQLite (3.35+) both speak it;
-# tests/test_session_upsert.py fails if the table or its columns change.
+# tests/domain/test_session_upsert.py fails if the table or its columns change.
 SESSION_INSERT = (
     'INSERT INTO askuser_app_session (owner_id, "key", title, agent_id, created_at) VALUES (%s, %s, %s, %s, %s) '
     'ON CONFLICT (owner_id, "key") DO NOTHING RETURNING id'
@@ -279,7 +279,7 @@ def _insert_new_session(session: Session) -> bool:
 # from 12 statements to 9 (docs/PERFORMANCE.md, "The create path, statement
 # by statement", for its CPU before and after). A run
 # aborted before it asked has no session yet: this one becomes it.
-# tests/test_session_upsert.py fails if the table or its columns change.
+# tests/domain/test_session_upsert.py fails if the table or its columns change.
 RUN_UPSERT = (
     "INSERT INTO askuser_app_run (agent_id, run_id, session_id, kind, status, created_at) "
     "VALUES (%s, %s, %s, %s, %s, %s) "

@@ -3,7 +3,7 @@
 Django keeps a cache object per thread and per async context, and its Redis
 cache client makes a connection pool per cache object. Each request Django
 serves runs in an async context of its own, so each request built a new pool
-and opened a new connection to Redis (tests/test_cache.py counts them): the
+and opened a new connection to Redis (tests/runtime/test_cache.py counts them): the
 cache was 12.8 % of a panel answer's samples on PostgreSQL and Redis, 5.4 % of
 them opening a connection, and server CPU per answer 11.3–12.9 ms without,
 10.7–11.2 ms with (bench.answer, 400 answers; docs/PERFORMANCE.md, and

@@ -12,7 +12,7 @@ loaded so far (``gc.freeze``): objects that live as long as the process are
 never walked again. Under a load of creates, a full pass took 86–113 ms
 before and 10–12 ms after, on the machine of docs/PERFORMANCE.md ("The
 collector"); the first create after a start, 310–320 ms before (the imports)
-and 20 ms after. ``tests/test_startup.py`` checks that a create, a page, its
+and 20 ms after. ``tests/server/test_startup.py`` checks that a create, a page, its
 socket, an answer and the agent's wait import nothing new.
 """
 

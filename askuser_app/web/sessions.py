@@ -5,7 +5,7 @@ Django's ``cached_db`` store guards its write to the cache when a session is
 saved, but not the write that fills the cache after a miss, the look-up of
 a new login's key, nor the forgetting at a logout: with Redis restarting,
 every page whose login had to be read from the database failed with a 500
-(tests/test_soak.py restarts Redis under load). Here a cache that fails
+(tests/server/test_soak.py restarts Redis under load). Here a cache that fails
 there is logged (``caching.warn``) and passed by: the login is the
 database's, as if nothing were cached."""
 

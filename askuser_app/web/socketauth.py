@@ -71,7 +71,7 @@ def verified(user: Any, login: Login) -> bool:
 # builds the same query (``ui.with_catch_up`` on the session joined to its
 # owner) in about 4.8 ms, most of a connect's database work; the statement
 # costs 0.25 ms (docs/PERFORMANCE.md, "Sockets"). PostgreSQL and SQLite both
-# speak it; tests/test_socketauth.py compares what it reads with the ORM's
+# speak it; tests/web/test_socketauth.py compares what it reads with the ORM's
 # reading on both databases, so a changed table or column fails there.
 SESSION_PAGE = """
 SELECT s.id, s.owner_id, s."key", s.title, s.agent_id, u.password AS owner_password,

@@ -405,7 +405,7 @@ def with_catch_up(sessions: QuerySet[Session], since: datetime) -> QuerySet[With
 
     A socket opening its page reads the same with its session, in one raw
     statement (``socketauth.SESSION_PAGE``, compared with this in
-    tests/test_socketauth.py); this is the reading for a session read without it."""
+    tests/web/test_socketauth.py); this is the reading for a session read without it."""
     prompts = Prompt.objects.filter(session=OuterRef("pk"))
     return sessions.annotate(
         pending_id=Subquery(prompts.filter(status=Prompt.Status.PENDING).values("pk")[:1]),

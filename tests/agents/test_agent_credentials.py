@@ -11,8 +11,7 @@ from django.test import Client
 from askuser_app.domain import services
 from askuser_app.domain.agentauth import hash_token
 from askuser_app.models import Agent
-
-from .conftest import AgentClient
+from tests.conftest import AgentClient
 
 AGENTS = "/admin/askuser_app/agent/"
 

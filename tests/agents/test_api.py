@@ -6,8 +6,7 @@ import pytest
 
 from askuser_app.domain import services
 from askuser_app.models import Prompt, PromptEvent, Run, Session
-
-from .conftest import AgentClient, payload
+from tests.conftest import AgentClient, payload
 
 
 def test_it_creates_a_pending_prompt(api, agent):

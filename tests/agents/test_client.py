@@ -29,9 +29,8 @@ from askuser_app.agents.client import (
 )
 from askuser_app.domain import services
 from askuser_app.models import Prompt
-
-from .conftest import DEADLINE, QUESTION, auth, pending_prompt, until_async, until_sync, wait_until_parked
-from .servers import DaphneServer
+from tests.conftest import DEADLINE, QUESTION, auth, pending_prompt, until_async, until_sync, wait_until_parked
+from tests.servers import DaphneServer
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

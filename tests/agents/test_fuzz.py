@@ -30,9 +30,8 @@ from askuser_app.agents.client import verify_signature
 from askuser_app.domain import prefs
 from askuser_app.models import Message, Prompt, PushSubscription, Session
 from controlui.asgi import application
-
-from .conftest import QUESTION, asgi_request, connect, log_in, payload
-from .servers import DaphneServer
+from tests.conftest import QUESTION, asgi_request, connect, log_in, payload
+from tests.servers import DaphneServer
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -17,8 +17,7 @@ from askuser_app.domain import hooks, prefs, services
 from askuser_app.models import Delivery, Message, Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
-
-from .conftest import asgi_request
+from tests.conftest import asgi_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,8 +10,7 @@ import pytest
 
 from askuser_app.domain import services
 from askuser_app.models import Prompt
-
-from .conftest import auth, payload, wait_until_parked
+from tests.conftest import auth, payload, wait_until_parked
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -19,9 +19,8 @@ from mcp_types import Implementation
 
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
-
-from .conftest import DEADLINE, QUESTION, asgi_request, auth, log_in, pending_prompt, until, until_async
-from .servers import ROOT, DaphneServer
+from tests.conftest import DEADLINE, QUESTION, asgi_request, auth, log_in, pending_prompt, until, until_async
+from tests.servers import ROOT, DaphneServer
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 

@@ -15,8 +15,7 @@ from askuser_app.models import Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 from controlui.asgi import application
-
-from .conftest import asgi_get, parked, start_wait, until
+from tests.conftest import asgi_get, parked, start_wait, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,10 +14,9 @@ import pytest
 
 from askuser_app.delivery.chats import core
 from askuser_app.domain import services
-
-from .browsers import MARKS, WAIT_MS, Human, playwright_api
-from .chatfake import CHAT, WithoutURL
-from .conftest import EXTRAS, QUESTION, payload
+from tests.browsers import MARKS, WAIT_MS, Human, playwright_api
+from tests.chatfake import CHAT, WithoutURL
+from tests.conftest import EXTRAS, QUESTION, payload
 
 expect = playwright_api.expect
 

@@ -11,11 +11,10 @@ import pytest
 
 from askuser_app.domain import services
 from askuser_app.models import Preferences, Prompt
-
-from .browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open
-from .conftest import QUESTION
-from .mailfake import parts
-from .servers import DaphneServer
+from tests.browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open
+from tests.conftest import QUESTION
+from tests.mailfake import parts
+from tests.servers import DaphneServer
 
 pytestmark = MARKS
 

@@ -18,9 +18,8 @@ import pytest
 from django.test import Client
 
 from askuser_app.models import PushSubscription
-
-from .browsers import ARGS, CHROMIUM, MARKS, WAIT_MS
-from .conftest import QUESTION
+from tests.browsers import ARGS, CHROMIUM, MARKS, WAIT_MS
+from tests.conftest import QUESTION
 
 pytestmark = MARKS
 

@@ -15,8 +15,7 @@ from askuser_app.delivery.chats.base import Action, Sender, encode
 from askuser_app.delivery.engine import Outcome, Tried
 from askuser_app.domain import contract, services, textreply
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
-
-from .conftest import EXTRAS, QUESTION, payload
+from tests.conftest import EXTRAS, QUESTION, payload
 
 pytestmark = pytest.mark.django_db
 

@@ -28,9 +28,8 @@ from askuser_app.domain import services
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatLink, Delivery, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
-
-from .chatfake import FakeAPI
-from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload, until_async
+from tests.chatfake import FakeAPI
+from tests.conftest import EXTRAS, QUESTION, asgi_get, asgi_request, auth, payload, until_async
 
 KEY = SigningKey.generate()
 APP, TOKEN, USER, CHANNEL = "1100", "bot-token-1", "4242", "900"
@@ -515,10 +514,6 @@ def chat(api, settings):
 @pytest.fixture
 def linked(owner):
     return core.link_by_hand(owner, "discord", USER, handle="alice")
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def create(token: str, *questions: dict[str, Any]) -> str:

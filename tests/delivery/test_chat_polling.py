@@ -17,8 +17,7 @@ import httpx
 import pytest
 
 from askuser_app.delivery.chats import core, polling
-
-from .chatfake import (
+from tests.chatfake import (
     SLACK_SIGNING_SECRET,
     TOKEN,
     FakeAPI,
@@ -27,8 +26,8 @@ from .chatfake import (
     WithoutURL,
     embedded,
 )
-from .conftest import EXTRAS, QUESTION, SCALED, SCALED_REASON, payload
-from .servers import ROOT, DaphneServer, free_port
+from tests.conftest import EXTRAS, QUESTION, SCALED, SCALED_REASON, payload
+from tests.servers import ROOT, DaphneServer, free_port
 
 CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
 ALICE, DM = "U0ALICE", "D0ALICE"  # alice on Slack, and her direct message with the app

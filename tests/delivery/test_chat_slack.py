@@ -27,9 +27,8 @@ from askuser_app.domain import contract, services
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
-
-from .chatfake import Call, FakeAPI, FakeSocketMode
-from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, payload, until_async
+from tests.chatfake import Call, FakeAPI, FakeSocketMode
+from tests.conftest import EXTRAS, QUESTION, asgi_get, asgi_request, auth, payload, until_async
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 PROMPT = uuid.UUID("0123456789abcdef0123456789abcdef")
@@ -497,10 +496,6 @@ def slack_app(slack_settings, fake_api: FakeAPI) -> Slack:
 @pytest.fixture
 def linked(owner):
     return core.link_by_hand(owner, "slack", ALICE, chat_id=DM, handle="alice")
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def create(token: str, *questions: dict[str, Any]) -> str:

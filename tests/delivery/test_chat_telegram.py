@@ -21,10 +21,9 @@ from askuser_app.delivery.chats.telegram import SECRET_HEADER, adapter
 from askuser_app.domain import services
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call
-
-from .chatfake import CHAT, DEADLINE, SECRET, TOKEN, FakeTelegram, tap_update, text_update
-from .conftest import EXTRAS, QUESTION, asgi_get, asgi_request, auth, payload, until_async, until_sync
-from .servers import DaphneServer
+from tests.chatfake import CHAT, DEADLINE, SECRET, TOKEN, FakeTelegram, tap_update, text_update
+from tests.conftest import EXTRAS, QUESTION, asgi_get, asgi_request, auth, payload, until_async, until_sync
+from tests.servers import DaphneServer
 
 
 @pytest.fixture

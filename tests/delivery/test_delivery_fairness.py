@@ -39,9 +39,8 @@ from askuser_app.models import (
     WebhookDelivery,
 )
 from askuser_app.runtime.asyncdb import database_call
-
-from .conftest import payload
-from .servers import DaphneServer
+from tests.conftest import payload
+from tests.servers import DaphneServer
 
 DEADLINE = 2.0  # seconds another owner's delivery may take, however busy the engine is with the first's
 SETTLE = 20.0  # seconds for what the engine has in flight to be recorded

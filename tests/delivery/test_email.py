@@ -28,12 +28,11 @@ from askuser_app.delivery.notifiers.email.adapter import adapter as email_adapte
 from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, Preferences, Prompt, PromptEvent
 from askuser_app.runtime.asyncdb import database_call
+from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
+from tests.mailfake import parts
+from tests.servers import free_port
 
-from .conftest import EXTRAS, QUESTION, asgi_request, payload, until_async
-from .mailfake import parts
-from .servers import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = "https://askuser.example.com"
 ADDRESS = "alice@example.com"
 DEADLINE = 15
@@ -71,10 +70,6 @@ def ask(agent, *questions, session: str = "support-42") -> Prompt:
 
 def fresh(prompt: Prompt) -> Prompt:
     return Prompt.objects.get(pk=prompt.pk)
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def create(token: str, *questions) -> str:

@@ -42,9 +42,8 @@ from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
 from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
-
-from .conftest import EXTRAS, QUESTION, payload, until_async
-from .servers import serve_in_thread
+from tests.conftest import EXTRAS, QUESTION, payload, until_async
+from tests.servers import serve_in_thread
 
 DEADLINE = 10
 LOOPBACK = ipaddress.ip_address("127.0.0.1")

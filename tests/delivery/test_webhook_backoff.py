@@ -10,10 +10,9 @@ from datetime import timedelta
 import pytest
 
 from askuser_app.models import WebhookAttempt
-
-from .conftest import until_sync
-from .servers import DaphneServer
-from .webhookfake import Receiver, ask_with_callback, cancel_over_http, delivery_of, finished, never_answering
+from tests.conftest import until_sync
+from tests.servers import DaphneServer
+from tests.webhookfake import Receiver, ask_with_callback, cancel_over_http, delivery_of, finished, never_answering
 
 RETRY_BASE = 1.0
 SECOND_PAUSE = timedelta(seconds=2 * RETRY_BASE)  # after two timeouts in a row

@@ -15,10 +15,9 @@ from askuser_app.delivery import egress, engine
 from askuser_app.domain import addresses, contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 from askuser_app.runtime.asyncdb import database_call
-
-from .conftest import DEADLINE, auth, payload, until_async, until_sync
-from .servers import DaphneServer
-from .webhookfake import (
+from tests.conftest import DEADLINE, auth, payload, until_async, until_sync
+from tests.servers import DaphneServer
+from tests.webhookfake import (
     ATTEMPT_TIMEOUT,
     ATTEMPTS,
     RETRY_BASE,
@@ -354,7 +353,7 @@ def test_staff_see_each_delivery_with_its_attempts_in_the_admin(api, staff, owne
 
 def readme_receiver():
     """The README's webhook receiver, as a reader would copy it."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = next(b.split("```")[0] for b in readme.split("```python\n")[1:] if "def receive(" in b)
     resumed: list[dict] = []
     namespace = {"resume_run": resumed.append}

@@ -8,8 +8,7 @@ import pytest
 
 from askuser_app.domain import contract
 from askuser_app.models import Prompt, Question, Run, Session
-
-from .conftest import QUESTION, payload
+from tests.conftest import QUESTION, payload
 
 
 def question(**changes):

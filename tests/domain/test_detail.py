@@ -13,8 +13,7 @@ from askuser_app.delivery.notifiers.email import mails
 from askuser_app.delivery.notifiers.push import adapter as push
 from askuser_app.domain import contract, services, textreply
 from askuser_app.models import Prompt
-
-from .conftest import QUESTION, AgentClient, payload
+from tests.conftest import QUESTION, AgentClient, payload
 
 PAYLOAD = "<script>alert(1)</script> </code> ```x``` <!channel> @everyone <b>bold</b> &amp;"
 

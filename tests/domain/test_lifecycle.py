@@ -10,8 +10,7 @@ from django.utils import timezone
 from askuser_app.domain import contract, services
 from askuser_app.models import Answer, Prompt, PromptEvent
 from askuser_app.server import expiry
-
-from .conftest import EXTRAS, QUESTION, payload
+from tests.conftest import EXTRAS, QUESTION, payload
 
 
 def ask(agent, *questions, **fields):

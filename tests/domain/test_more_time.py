@@ -3,7 +3,7 @@
 The deadline moves in ``services.extend`` (a compare-and-set with its trail
 row); the panel's form and its htmx response, every open tab, the agent's
 read and long-poll, the Python client, the admin and the webhook owner all
-see the new deadline. The races with the expiry are in tests/test_races.py.
+see the new deadline. The races with the expiry are in tests/domain/test_races.py.
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, PromptEvent, WebhookDelivery
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import ui
-
-from .conftest import QUESTION, connect, parked, payload, start_wait, until_sync, wait_until_parked
-from .servers import DaphneServer
-from .webhookfake import WEBHOOK_ENV, Receiver, finished
+from tests.conftest import QUESTION, connect, parked, payload, start_wait, until_sync, wait_until_parked
+from tests.servers import DaphneServer
+from tests.webhookfake import WEBHOOK_ENV, Receiver, finished
 
 DEADLINE = 20
 STEP = timedelta(seconds=900)

@@ -17,8 +17,7 @@ from django.utils import timezone
 
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt, PromptEvent
-
-from .conftest import payload
+from tests.conftest import payload
 
 ROUNDS = 100 if connection.vendor == "postgresql" else 25
 

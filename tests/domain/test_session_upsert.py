@@ -10,8 +10,7 @@ from django.db import transaction
 
 from askuser_app.domain import services
 from askuser_app.models import Run, Session
-
-from .conftest import payload
+from tests.conftest import payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

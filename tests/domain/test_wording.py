@@ -12,8 +12,7 @@ from django.utils import timezone
 
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
-
-from .conftest import AgentClient, payload
+from tests.conftest import AgentClient, payload
 
 
 def words(response) -> str:

@@ -12,8 +12,8 @@ import redis
 from django.contrib.sessions.backends.cached_db import KEY_PREFIX
 from django.test import Client
 
-from .conftest import SCALED, SCALED_REASON
-from .servers import DaphneServer, RedisServer
+from tests.conftest import SCALED, SCALED_REASON
+from tests.servers import DaphneServer, RedisServer
 
 pytestmark = [pytest.mark.scaled, pytest.mark.skipif(not SCALED, reason=SCALED_REASON)]
 

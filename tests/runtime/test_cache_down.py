@@ -12,8 +12,7 @@ from django.core.cache import cache
 from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery
 from askuser_app.runtime import i18n
-
-from .conftest import payload
+from tests.conftest import payload
 
 pytestmark = pytest.mark.django_db
 

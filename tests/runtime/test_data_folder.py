@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Migrate, then hold a connection open (so the -wal and -shm files exist) and report every mode.
 SCRIPT = """

@@ -22,8 +22,7 @@ from askuser_app.agents.create import CreateRoute
 from askuser_app.domain import contract, services
 from askuser_app.server import edge, routing
 from controlui.asgi import application
-
-from .conftest import AsgiResponse, asgi_get, asgi_request, make_user, payload, served_in_front_of_django
+from tests.conftest import AsgiResponse, asgi_get, asgi_request, make_user, payload, served_in_front_of_django
 
 CSRF = "accesscsrftokenaccesscsrftoken12"  # an unmasked 32-character secret
 ROLES = ["anonymous", "token_a", "token_b", "revoked", "user_a", "user_b", "staff"]
@@ -158,7 +157,7 @@ HTTP_RULES = [
         for_people(405, b=405, staff=405),
     ),
     ("p/<uuid:prompt_id>/", "GET", "/p/{prompt}/", {}, for_people(302)),  # to its session's page
-    # Each person's own inbox: B and staff see theirs (empty here), never A's questions (tests/test_ui.py).
+    # Each person's own inbox: B and staff see theirs (empty here), never A's questions (tests/web/test_ui.py).
     ("inbox/", "GET", "/inbox/", {}, for_people(200, b=200, staff=200)),
     ("settings/", "GET", "/settings/", {}, for_people(200, b=200, staff=200)),
     ("settings/chat/", "GET", "/settings/chat/", {}, for_people(200, b=200, staff=200)),
@@ -169,7 +168,7 @@ HTTP_RULES = [
         {"form": {"channel": "telegram", "action": "code"}},
         expect(302),  # no chat app is set up here: back to the page, or to the login
     ),
-    # When to be emailed: the person's own choice (tests/test_email.py); back to the page, or to the login.
+    # When to be emailed: the person's own choice (tests/delivery/test_email.py); back to the page, or to the login.
     ("settings/email/", "POST", "/settings/email/", {"form": {"email_after": "0"}}, expect(302)),
     ("settings/agents/", "POST", "/settings/agents/", {"form": {"tell_finished": "on"}}, expect(302)),
     # A mail's link is its own credential, for every role alike: a forged one is refused, a GET never answers.
@@ -179,16 +178,16 @@ HTTP_RULES = [
     ("language/", "POST", "/language/", {"form": {"language": "hi", "next": "/"}}, expect(302)),
     ("language/", "GET", "/language/", {}, expect(405)),
     ("jsi18n/", "GET", "/jsi18n/", {}, expect(200)),  # the JavaScript's words: public, like the login page
-    # Web Push (tests/test_push.py): each person's own devices; a request names no one else's.
+    # Web Push (tests/delivery/test_push.py): each person's own devices; a request names no one else's.
     ("settings/push/key", "GET", "/settings/push/key", {}, for_people(200, b=200, staff=200)),
     ("settings/push/subscribe", "POST", "/settings/push/subscribe", {}, for_people(400, b=400, staff=400)),
     ("settings/push/unsubscribe", "POST", "/settings/push/unsubscribe", {}, for_people(400, b=400, staff=400)),
-    # Only the person's own device is removed (tests/test_push.py); an unknown one is not found for anyone.
+    # Only the person's own device is removed (tests/delivery/test_push.py); an unknown one is not found for anyone.
     ("settings/push/remove", "POST", "/settings/push/remove", {"form": {"device": "999999"}}, for_people(404)),
     ("settings/push/test", "POST", "/settings/push/test", {"form": {}}, expect(302)),  # back to the page
     # Public, like the static files: the service worker's script holds nothing of anyone's.
     ("sw.js", "GET", "/sw.js", {}, expect(200)),
-    # A chat app's endpoint answers only while the app is set up (tests/test_chat_*.py).
+    # A chat app's endpoint answers only while the app is set up (tests/delivery/test_chat_*.py).
     ("chat/telegram/webhook", "POST", "/chat/telegram/webhook", {}, expect(404)),
     ("chat/discord/interactions", "POST", "/chat/discord/interactions", {}, expect(404)),
     ("chat/slack/events", "POST", "/chat/slack/events", {}, expect(404)),

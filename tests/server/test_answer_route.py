@@ -17,8 +17,7 @@ from askuser_app.domain import contract, services
 from askuser_app.models import Answer, Prompt, PromptEvent
 from askuser_app.runtime import realtime
 from askuser_app.server.keptthreads import environ
-
-from .conftest import asgi_request, log_in, payload
+from tests.conftest import asgi_request, log_in, payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

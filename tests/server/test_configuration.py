@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "CONFIGURATION.md"
 README = ROOT / "README.md"
 SCANNED = ("askuser_app", "controlui", "bench")

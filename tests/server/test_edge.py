@@ -11,17 +11,12 @@ from django.test import Client
 from askuser_app.domain import services
 from askuser_app.models import Prompt
 from askuser_app.runtime.asyncdb import database_call
-
-from .conftest import asgi_request, make_user, payload, until
+from tests.conftest import asgi_request, auth, make_user, payload, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DEADLINE = 10  # seconds any single step may take before the test fails
 MCP_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def request_from(address: str, method: str, url: str, **kwargs) -> httpx.Response:

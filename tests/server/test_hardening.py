@@ -15,10 +15,9 @@ from asgiref.sync import async_to_sync
 
 from askuser_app.models import Message, Prompt, Session
 from controlui.asgi import application
+from tests.conftest import AgentClient, asgi_request, payload
 
-from .conftest import AgentClient, asgi_request, payload
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- the rate limit ------------------------------------------------------------------------

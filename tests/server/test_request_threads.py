@@ -1,7 +1,7 @@
 """Where the agent API's work runs: creates on kept threads with their
 connections (on SQLite one, so that they queue for the write lock), parked
 waits on no thread at all, Django's requests on a thread each (but the
-panel's answer, on threads kept for it: tests/test_answer_route.py)."""
+panel's answer, on threads kept for it: tests/server/test_answer_route.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from django.db import connection
 from askuser_app.domain import services
 from askuser_app.runtime import realtime
 from askuser_app.runtime.realtime import hub
-
-from .conftest import asgi_get, asgi_request, payload, until
+from tests.conftest import asgi_get, asgi_request, payload, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

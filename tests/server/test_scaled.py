@@ -9,8 +9,7 @@ import pytest
 
 from askuser_app.domain import services
 from askuser_app.models import Prompt, PromptEvent
-
-from .conftest import SCALED, SCALED_REASON, auth, payload, wait_until_parked
+from tests.conftest import SCALED, SCALED_REASON, auth, payload, wait_until_parked
 
 pytestmark = [
     pytest.mark.scaled,

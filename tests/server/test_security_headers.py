@@ -9,8 +9,7 @@ from asgiref.sync import async_to_sync
 from django.core.asgi import get_asgi_application
 
 from askuser_app.runtime import http
-
-from .conftest import asgi_request
+from tests.conftest import asgi_request
 
 SECURITY = {
     "strict-transport-security",

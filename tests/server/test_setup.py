@@ -16,8 +16,7 @@ from django.test import RequestFactory
 from askuser_app.agents.client import AskUserClient, ServerUnavailableError
 from askuser_app.management.commands import demo_agent, mcp_stdio
 from askuser_app.models import Agent
-
-from .conftest import make_user
+from tests.conftest import make_user
 
 
 def authenticate(*, username: str, password: str):

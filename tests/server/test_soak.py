@@ -29,9 +29,8 @@ from django.utils import timezone
 from askuser_app.agents.client import AskUserClient, ConflictError
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt, PromptEvent
-
-from .conftest import QUESTION, SCALED, SCALED_REASON, log_in, make_user
-from .servers import DaphneServer, RedisServer
+from tests.conftest import QUESTION, SCALED, SCALED_REASON, log_in, make_user
+from tests.servers import DaphneServer, RedisServer
 
 AGENTS = 50
 PROMPTS = int(os.environ.get("ASKUSER_SOAK_PROMPTS", "500"))

@@ -11,8 +11,7 @@ import pytest
 from django.test import Client
 
 from askuser_app.web import consumers, socketauth, ui
-
-from .conftest import ask_async, connect, empty_the_cache, opened
+from tests.conftest import ask_async, connect, empty_the_cache, opened
 
 DEADLINE = 10
 

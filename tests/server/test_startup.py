@@ -19,7 +19,7 @@ import pytest
 
 from askuser_app.server import startup
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.backend_neutral  # a process of its own, on an SQLite file of its own
 

@@ -24,8 +24,19 @@ from askuser_app.models import Agent, Answer, Prompt, PromptEvent
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.staff import history
 from askuser_app.staff.admin import BoundedPaginator, PromptAdmin
-
-from .conftest import DEADLINE, QUESTION, AgentClient, ask, backdate, make_user, page, parked, start_wait, until, words
+from tests.conftest import (
+    DEADLINE,
+    QUESTION,
+    AgentClient,
+    ask,
+    backdate,
+    make_user,
+    page,
+    parked,
+    start_wait,
+    until,
+    words,
+)
 
 PROMPTS = "/admin/askuser_app/prompt/"
 EXPORT = "/admin/askuser_app/prompt/export.csv"

@@ -12,8 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from askuser_app.models import Prompt
 from askuser_app.staff.admin import COMMON, UNSURE, matching, rare, search_words, searched
-
-from .conftest import SCALED, SCALED_REASON
+from tests.conftest import SCALED, SCALED_REASON
 
 pytestmark = [pytest.mark.scaled, pytest.mark.skipif(not SCALED, reason=SCALED_REASON), pytest.mark.django_db]
 

@@ -12,8 +12,7 @@ from django.utils import timezone
 from askuser_app.domain import services
 from askuser_app.models import Prompt
 from askuser_app.staff import history
-
-from .conftest import ask, backdate, page, words
+from tests.conftest import ask, backdate, page, words
 
 DASHBOARD = "/admin/askuser_app/prompt/dashboard/"
 

@@ -7,8 +7,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from askuser_app.domain import contract, services
-
-from .conftest import make_user, payload
+from tests.conftest import make_user, payload
 
 HISTORY_PAGES = [
     "/admin/askuser_app/prompt/",

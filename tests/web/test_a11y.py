@@ -13,9 +13,8 @@ import pytest
 
 from askuser_app.domain import services
 from askuser_app.models import Prompt
-
-from .browsers import MARKS, WAIT_MS, Human, panel_closed, panel_open
-from .conftest import EXTRAS, QUESTION
+from tests.browsers import MARKS, WAIT_MS, Human, panel_closed, panel_open
+from tests.conftest import EXTRAS, QUESTION
 
 pytestmark = MARKS
 

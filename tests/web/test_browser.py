@@ -18,11 +18,10 @@ from django.utils import timezone
 from askuser_app.delivery.chats.telegram import SECRET_HEADER
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
-
-from .browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open, shot
-from .chatfake import SECRET, TOKEN, FakeTelegram, tap_update, text_update
-from .conftest import EXTRAS, PASSWORD, QUESTION, payload
-from .servers import DaphneServer
+from tests.browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open, shot
+from tests.chatfake import SECRET, TOKEN, FakeTelegram, tap_update, text_update
+from tests.conftest import EXTRAS, PASSWORD, QUESTION, payload
+from tests.servers import DaphneServer
 
 pytestmark = MARKS
 
@@ -348,7 +347,7 @@ def test_dark_mode_follows_the_system(chromium, server, owner, agent, agent_api)
 
 
 def readme_block(containing: str) -> str:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     blocks = readme.split("```sh\n")[1:]
     return next(block.split("```")[0] for block in blocks if containing in block)
 

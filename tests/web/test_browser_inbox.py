@@ -6,8 +6,7 @@ import httpx
 from playwright.sync_api import expect
 
 from askuser_app.models import Prompt
-
-from .browsers import MARKS, WAIT_MS, Human, shot
+from tests.browsers import MARKS, WAIT_MS, Human, shot
 
 pytestmark = MARKS
 

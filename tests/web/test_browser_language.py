@@ -4,8 +4,7 @@ Hindi (pushed live), a plain-text reply with a Devanagari digit, and the switche
 from __future__ import annotations
 
 from askuser_app.models import Preferences, Prompt
-
-from .browsers import MARKS, WAIT_MS, Human, panel_closed, panel_open, shot
+from tests.browsers import MARKS, WAIT_MS, Human, panel_closed, panel_open, shot
 
 pytestmark = MARKS
 

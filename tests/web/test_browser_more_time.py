@@ -8,8 +8,7 @@ import httpx
 
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
-
-from .browsers import MARKS, WAIT_MS, Human, panel_open, shot
+from tests.browsers import MARKS, WAIT_MS, Human, panel_open, shot
 
 pytestmark = MARKS
 

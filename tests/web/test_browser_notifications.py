@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .browsers import MARKS, WAIT_MS, Human, panel_open, shot
+from tests.browsers import MARKS, WAIT_MS, Human, panel_open, shot
 
 pytestmark = MARKS
 
@@ -41,7 +41,7 @@ class Person(Human):
 
     def __init__(self, browser, live, user, *, notifications: bool = False) -> None:
         # The page's own notifications: with a service worker running (Web Push on the device)
-        # the page hands them to it instead (tests/test_browser_push.py).
+        # the page hands them to it instead (tests/delivery/test_browser_push.py).
         super().__init__(browser, live, user, viewport={"width": 1280, "height": 800}, service_workers="block")
         self.context.add_init_script(RECORDER)
         if notifications:

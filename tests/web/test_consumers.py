@@ -15,8 +15,7 @@ from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import socketauth, ui
 from askuser_app.web.consumers import CLOSE_TOO_MANY
-
-from .conftest import ask, ask_async, connect, cookie_for, empty_the_cache, opened
+from tests.conftest import ask, ask_async, connect, cookie_for, empty_the_cache, opened
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

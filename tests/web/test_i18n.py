@@ -28,10 +28,9 @@ from askuser_app.models import Preferences, Prompt
 from askuser_app.runtime import i18n
 from askuser_app.runtime.asyncdb import database_call
 from controlui.asgi import application
+from tests.conftest import EXTRAS, payload
 
-from .conftest import EXTRAS, payload
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CATALOGUES = ROOT / "askuser_app" / "locale"
 DEADLINE = 10
 ALICE = Sender("telegram", "4242", chat_id="4242", handle="@alice")

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from .conftest import PASSWORD, make_user
+from tests.conftest import PASSWORD, make_user
 
 WRONG = "not-the-password"
 

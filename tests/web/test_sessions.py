@@ -11,8 +11,7 @@ from django.utils import timezone
 from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, Session
 from askuser_app.runtime.asyncdb import database_call
-
-from .conftest import connect, payload
+from tests.conftest import connect, payload
 
 DEADLINE = 10
 

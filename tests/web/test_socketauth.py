@@ -14,8 +14,7 @@ from django.utils import timezone
 from askuser_app.domain import contract, services
 from askuser_app.models import Message, Session
 from askuser_app.web import socketauth, ui
-
-from .conftest import payload
+from tests.conftest import payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

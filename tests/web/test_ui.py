@@ -9,8 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from askuser_app.domain import contract, services
 from askuser_app.models import Message, Preferences, Prompt
-
-from .conftest import EXTRAS, QUESTION, AgentClient, payload
+from tests.conftest import EXTRAS, QUESTION, AgentClient, payload
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, Session
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import ui
-
-from .conftest import ask_async, connect, opened, payload
+from tests.conftest import ask_async, connect, opened, payload
 
 DEADLINE = 10
 
