@@ -11,13 +11,8 @@ import os
 import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlui.settings")
-# The create counted below runs on this thread (as the tests' creates do), so that
-# the queries it makes are the ones this thread's connection records.
-os.environ["ASKUSER_CREATE_THREADS"] = "0"
 django.setup()
 
-import httpx  # noqa: E402
-from asgiref.sync import async_to_sync  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -25,8 +20,8 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
+from askuser_app.agents import create as agent_create  # noqa: E402
 from askuser_app.domain import services  # noqa: E402
-from controlui.asgi import application  # noqa: E402
 
 from .payload import ANSWER_FORM, create_body  # noqa: E402
 
@@ -38,24 +33,22 @@ def login(user) -> str:
     return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
-@async_to_sync
-async def create(token: str, session: str) -> httpx.Response:
-    """A create through the ASGI application the server runs (the create is served in front of
-    Django, so Django's test client never reaches it)."""
-    transport = httpx.ASGITransport(app=application)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-        headers = {"Authorization": f"Bearer {token}"}
-        return await client.post("/api/v1/prompts", json=create_body(session), headers=headers)
+def create(token: str, session: str) -> dict:
+    """A create as the server's create route runs it on its thread: the token check and the
+    create, in the one function the route calls (Django's test client would reach only the
+    OpenAPI document's operation: the create is served in front of Django)."""
+    headers = {"authorization": f"Bearer {token}"}
+    status, body, _headers = agent_create.create(headers, json.dumps(create_body(session)).encode())
+    assert status == 201, body
+    return body
 
 
 def count_queries(token: str, user) -> dict[str, int]:
-    """One create through the API and one answer through the panel's form, in
-    process through the same application and middleware as the server's."""
+    """One create as the create route runs it and one answer through the panel's form (in
+    process, through Django's full middleware chain)."""
     create(token, "bench-queries")  # warm caches
     with CaptureQueriesContext(connection) as created:
-        response = create(token, "bench-queries-2")
-    assert response.status_code == 201, response.content
-    prompt_id = response.json()["id"]
+        prompt_id = create(token, "bench-queries-2")["id"]
     human = Client(HTTP_HOST="127.0.0.1", HTTP_HX_REQUEST="true")
     human.force_login(user)
     with CaptureQueriesContext(connection) as answer:
