@@ -20,7 +20,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -29,6 +29,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.notifiers.email import mails as mail
+from askuser_app.delivery.notifiers.email.adapter import adapter
 from askuser_app.domain import prefs, services
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import Prompt
@@ -73,6 +74,8 @@ def _linked(link: mail.Link) -> tuple[Prompt, User]:
 @require_http_methods(["GET", "POST"])
 def email_page(request: HttpRequest, token: str) -> HttpResponse:
     """GET shows; POST ``action=answer`` confirms the link's option, ``action=more_time`` extends."""
+    if not adapter.configured():
+        raise Http404
     try:
         link = mail.read_token(token)
         prompt, owner = _linked(link)
