@@ -86,7 +86,7 @@ def django_engines() -> list[Engine]:
 
 
 def project_templates(engine: Engine) -> list[str]:
-    """The names of the project's own templates (``templates/``), as views ask for them."""
+    """The names of the project's own templates (``templates/``, and each notifier folder's), as views ask for them."""
     names = []
     for folder in engine.dirs:
         root = Path(folder)

@@ -8,7 +8,8 @@ nothing. The confirming POST carries the page's CSRF token. A link is good once:
 the answer resolves the prompt, and every link of a resolved prompt only says how
 it was resolved. Nothing here redirects, so no link can send a person elsewhere.
 
-``/settings/email/``: the person's choice of when to be emailed.
+``/settings/email/``: the person's choice of when to be emailed, and ``section``, what the
+settings page's email section shows.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
+from askuser_app.delivery import notifiers
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.notifiers.email import mails as mail
 from askuser_app.delivery.notifiers.email.adapter import adapter
@@ -161,7 +163,7 @@ def _show(
 
 @dataclass
 class EmailSettings:
-    """What ``templates/askuser/settings/email.html`` shows."""
+    """What ``askuser/settings/email.html`` shows."""
 
     address: str
     smtp: bool
@@ -194,6 +196,11 @@ def email_settings(user: User, *, error: str = "", saved: bool = False, chosen: 
     )
 
 
+def section(request: LoggedInRequest) -> EmailSettings:
+    """The settings page's email section, as the person left it."""
+    return email_settings(request.user)
+
+
 @login_required
 @require_POST
 def settings_email(request: LoggedInRequest) -> HttpResponse:
@@ -213,5 +220,5 @@ def settings_email(request: LoggedInRequest) -> HttpResponse:
 def _settings_response(request: LoggedInRequest, state: EmailSettings, status: int = 200) -> HttpResponse:
     if request.htmx:
         return render(request, "askuser/settings/email.html", {"email": state}, status=status)
-    context = {"preferences": prefs.of(request.user), "email": state}
+    context = {"preferences": prefs.of(request.user), **notifiers.sections(request), "email": state}
     return render(request, "askuser/settings.html", context, status=status)
