@@ -205,7 +205,7 @@ class Notifier(Adapter, Protocol):
 
     A notifier's folder, ``askuser_app/delivery/notifiers/<name>/``, exposes one as ``adapter`` in its
     module ``adapter``. ``recipients`` runs inside the creating transaction, and what it finds is
-    kept between creates (``messages.notified``) until a user, their preferences or a device is
+    kept between creates (``messages.notified``) until a user or a model its folder watches is
     saved or deleted, or a setting changes: it may read nothing else. A prompt that resolves
     before ``after`` has passed drops the row, so nothing is sent for it."""
 

@@ -4,6 +4,22 @@ keeps mail on disk when no SMTP server is set (``backend``)."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 from askuser_app.delivery.notifiers import Folder
 
-folder = Folder(section=2)
+folder = Folder(
+    settings=(
+        "EMAIL_HOST",
+        "EMAIL_PORT",
+        "EMAIL_HOST_USER",
+        "EMAIL_HOST_PASSWORD",
+        "EMAIL_USE_TLS",
+        "EMAIL_USE_SSL",
+        "EMAIL_TIMEOUT",
+        "DEFAULT_FROM_EMAIL",
+    ),
+    surface=gettext_noop("by email"),
+    section=2,
+    watches=("askuser_app.Preferences",),  # when, if at all, a person is mailed
+)
