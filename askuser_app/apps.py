@@ -6,7 +6,7 @@ them are loaded only once the app registry is ready), not a cycle dodged.
 
 from __future__ import annotations
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.signals import setting_changed
@@ -20,9 +20,8 @@ class AskuserAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from askuser_app.delivery import engine, messages, webhooks
-        from askuser_app.domain import signals
-        from askuser_app.models import Preferences, PushSubscription
+        from askuser_app.delivery import engine, messages, notifiers, webhooks
+        from askuser_app.domain import signals, wording
         from askuser_app.runtime import realtime
         from askuser_app.runtime.datadir import prepare, protect_sqlite_files
         from askuser_app.staff import admin  # noqa: F401  # registers the history with Django admin
@@ -45,12 +44,20 @@ class AskuserAppConfig(AppConfig):
             for receiver in receivers:
                 signal.connect(receiver, dispatch_uid=f"askuser-{receiver.__module__}.{receiver.__name__}")
 
-        # Before any database connection: the SQLite file goes in the data folder.
-        prepare(settings.DATA_DIR, push=settings.ASKUSER_PUSH and not settings.ASKUSER_VAPID_PRIVATE_KEY)
+        # Before any database connection: the SQLite file goes in the data folder, and what
+        # each notifier keeps there (Web Push's key).
+        prepare(settings.DATA_DIR)
+        notifiers.when_ready()
         connection_created.connect(protect_sqlite_files, dispatch_uid="askuser-protect-sqlite-files")
+
+        # Each notifier folder's words for where a prompt was resolved ("by email"): the domain's
+        # table holds them without importing delivery.
+        wording.add_surfaces(notifiers.surfaces())
+
         for changed in (post_save, post_delete):
-            # Whom the notifiers reach (an address, a choice, a device) is kept between creates.
-            for sender in (get_user_model(), Preferences, PushSubscription):
+            # Whom the notifiers reach (an address, a choice, a device) is kept between creates:
+            # read again when a user, or a model a notifier's folder watches, changes.
+            for sender in (get_user_model(), *map(apps.get_model, notifiers.watched())):
                 changed.connect(
                     messages.recipients_changed,
                     sender=sender,

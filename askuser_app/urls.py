@@ -2,9 +2,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
+from askuser_app.delivery import notifiers
 from askuser_app.delivery.chats import views as chat_views
-from askuser_app.delivery.notifiers.email import views as emailviews
-from askuser_app.delivery.notifiers.push import views as pushviews
 from askuser_app.web import views
 
 urlpatterns = [
@@ -19,16 +18,11 @@ urlpatterns = [
     path("inbox/", views.inbox_page, name="inbox"),
     path("settings/", views.settings_page, name="settings"),
     path("settings/chat/", chat_views.chat_settings, name="chat_settings"),
-    path("settings/email/", emailviews.settings_email, name="settings_email"),
     path("settings/agents/", views.settings_agents, name="settings_agents"),
     path("language/", views.set_language, name="set_language"),
     # The Control UI's JavaScript strings in the page's language (a script file: no inline script).
     path("jsi18n/", JavaScriptCatalog.as_view(packages=["askuser_app"]), name="javascript_catalog"),
-    path("settings/push/key", pushviews.key, name="push_key"),
-    path("settings/push/subscribe", pushviews.subscribe, name="push_subscribe"),
-    path("settings/push/unsubscribe", pushviews.unsubscribe, name="push_unsubscribe"),
-    path("settings/push/remove", pushviews.remove, name="push_remove"),
-    path("settings/push/test", pushviews.test, name="push_test"),
-    path("sw.js", pushviews.service_worker, name="service_worker"),
     path("chat/", include("askuser_app.delivery.chats.urls")),
+    # Each notifier folder's own routes (/settings/email/, /settings/push/…, /sw.js).
+    *[path("", include(module)) for module in notifiers.url_modules()],
 ]

@@ -17,6 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.functional import lazy
 
+from askuser_app.delivery import notifiers
 from askuser_app.runtime.datadir import default_server_url, kept_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -110,7 +111,8 @@ ASGI_APPLICATION = "controlui.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The project's templates, then each notifier folder's (askuser_app/delivery/notifiers/).
+        "DIRS": [BASE_DIR / "templates", *notifiers.template_dirs()],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -17,7 +17,7 @@ marks it for ``makemessages`` without translating it where it is defined.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -80,7 +80,8 @@ OUTCOMES = {
     ),
 }
 
-# Where a prompt was resolved, as it follows the outcome: "answered on the web".
+# Where a prompt was resolved, as it follows the outcome: "answered on the web". A notifier's
+# words ("by email") are declared in its folder, and added when the app is ready (``add_surfaces``).
 SURFACES = {
     "web": gettext_noop("on the web"),
     "text": gettext_noop("by a text reply"),
@@ -89,13 +90,17 @@ SURFACES = {
     "telegram": gettext_noop("on Telegram"),
     "slack": gettext_noop("on Slack"),
     "discord": gettext_noop("on Discord"),
-    "email": gettext_noop("by email"),
 }
 ELSEWHERE = gettext_noop("elsewhere (%(surface)s)")  # a surface this table does not name
 BY = gettext_noop(" by %(user)s")
 CANCELLED_BY = gettext_noop("by %(user)s %(where)s")
 CANCELLED_BY_AGENT = gettext_noop("by the agent")
 STILL_PENDING = gettext_noop("This prompt is still pending.")
+
+
+def add_surfaces(words: Mapping[str, str]) -> None:
+    """More surfaces and their words, each its English message id (marked with ``gettext_noop``)."""
+    SURFACES.update(words)
 
 
 def outcome_of(status: str, reason: str) -> str | None:

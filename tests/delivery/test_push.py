@@ -34,8 +34,7 @@ from cryptography.x509.oid import NameOID
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from askuser_app.delivery import engine
-from askuser_app.delivery.chats import core
+from askuser_app.delivery import adapters, engine
 from askuser_app.delivery.chats.base import Temporary
 from askuser_app.delivery.notifiers.push import adapter as push
 from askuser_app.domain import contract, prefs, services
@@ -721,7 +720,7 @@ def test_with_push_turned_off_the_routes_say_so(owner, settings):
     assert post_json(client, "/settings/push/subscribe", _keys()).status_code == 404
     assert client.get("/settings/push/key").status_code == 404
     assert "Web Push is turned off on this server." in client.get("/settings/").content.decode()
-    assert "push" not in core.adapters()
+    assert "push" not in adapters.configured()
 
 
 @pytest.mark.django_db

@@ -1,8 +1,9 @@
 """What every chat surface shares: the shapes between the core and an adapter.
 
 The core (``askuser_app.delivery.chats.core``) turns a prompt into a ``Card`` and a
-resolved prompt into a ``Closed``; an adapter (one module per platform:
-``telegram``, ``slack``, ``discord``) draws those with its platform's SDK and
+resolved prompt into a ``Closed``; an adapter (a ``ChatApp``, one module per
+platform: ``telegram``, ``slack``, ``discord``; or a ``Notifier``, one folder
+in ``askuser_app/delivery/notifiers/``) draws those with its platform's SDK and
 turns what the platform posts back (a tap, a modal, a reply) into a call of
 the core, which answers with a ``Reply`` for the person. No adapter resolves
 a prompt itself: every answer, skip and refusal goes through the core to
@@ -29,10 +30,9 @@ from askuser_app.domain.textreply import TextQuestion
 if TYPE_CHECKING:
     from askuser_app.models import Prompt
 
-# The surfaces a result can name, in the order the settings page lists them.
+# The chat apps, in the order their settings page lists them. The notifiers, which reach a person
+# without a linked chat identity, are the folders of ``askuser_app/delivery/notifiers/``.
 CHANNELS = ("telegram", "slack", "discord")
-# Channels that reach a person without a linked chat identity (``Notifier``).
-NOTIFIERS = ("email", "push")
 
 Verb = Literal["option", "other", "skip", "answer"]
 _VERB_CODES: dict[Verb, str] = {"option": "o", "other": "x", "skip": "s", "answer": "t"}
@@ -158,7 +158,7 @@ Ref = Mapping[str, Any]  # where a sent message lives: {"chat_id": …, "message
 
 
 class Adapter(Protocol):
-    """One platform. A module ``askuser_app/delivery/chats/<name>.py`` exposes one as ``adapter``."""
+    """One channel: a chat app (``ChatApp``) or a notifier (``Notifier``)."""
 
     name: ClassVar[str]  # "telegram": the surface a result names
     label: ClassVar[str]  # "Telegram": as a person reads it
@@ -175,6 +175,11 @@ class Adapter(Protocol):
     async def edit(self, ref: Ref, closed: Closed) -> None:
         """Rewrite a sent message as ``closed``, buttons removed."""
         ...
+
+
+class ChatApp(Adapter, Protocol):
+    """One chat platform, where a person links their identity. A module
+    ``askuser_app/delivery/chats/<name>.py`` for a name in ``CHANNELS`` exposes one as ``adapter``."""
 
     def how_to_link(self, code: str) -> str:
         """The one step a person takes with ``code`` (for the settings page)."""
@@ -198,11 +203,11 @@ class Recipient:
 class Notifier(Adapter, Protocol):
     """A channel with no linked identity (email, Web Push): it names its own recipients.
 
-    A module ``askuser_app/delivery/notifiers/<name>/adapter.py`` for a name in ``NOTIFIERS`` exposes one as
-    ``adapter``. ``recipients`` runs inside the creating transaction, and what it finds
-    is kept between creates (``messages.notified``) until a user, their preferences or a
-    device is saved or deleted, or a setting changes: it may read nothing else. A prompt
-    that resolves before ``after`` has passed drops the row, so nothing is sent for it."""
+    A notifier's folder, ``askuser_app/delivery/notifiers/<name>/``, exposes one as ``adapter`` in its
+    module ``adapter``. ``recipients`` runs inside the creating transaction, and what it finds is
+    kept between creates (``messages.notified``) until a user or a model its folder watches is
+    saved or deleted, or a setting changes: it may read nothing else. A prompt that resolves
+    before ``after`` has passed drops the row, so nothing is sent for it."""
 
     def recipients(self, prompt: Prompt) -> list[Recipient]:
         """The addresses this prompt's owner should hear from on this channel."""
@@ -253,7 +258,7 @@ class Telling(Protocol):
 
 
 @runtime_checkable
-class Polling(Adapter, Protocol):
+class Polling(ChatApp, Protocol):
     """An adapter that can also run without a public URL, fetching its inbound events itself:
     the server's own loop calls ``poll`` in the embedded mode (``delivery.chats.polling``),
     ``manage.py chat_poll <name>`` in the scaled mode."""

@@ -27,11 +27,10 @@ from django.utils.translation import gettext as _
 from askuser_app.delivery import engine
 from askuser_app.delivery.chats.base import (
     CHANNELS,
-    NOTIFIERS,
     Action,
-    Adapter,
     Button,
     Card,
+    ChatApp,
     Closed,
     Reply,
     Sender,
@@ -56,39 +55,33 @@ SEEN_KEPT = timedelta(days=1)  # platforms retry within minutes; a day is plenty
 
 
 # --- adapters -------------------------------------------------------------------------
+# The chat apps'; every channel's, the notifiers' too, are ``askuser_app.delivery.adapters``.
 
 
-def adapter_module(name: str) -> str:
-    """Where a kind's adapter lives: a chat app in ``delivery/chats/<name>.py``, a notifier in
-    ``delivery/notifiers/<name>/adapter.py``."""
-    if name in NOTIFIERS:
-        return f"askuser_app.delivery.notifiers.{name}.adapter"
-    return f"{__package__}.{name}"
-
-
-def installed() -> dict[str, Adapter]:
-    """Every adapter module present, configured or not, in ``CHANNELS`` order."""
+def installed() -> dict[str, ChatApp]:
+    """Every chat app's adapter module present (``delivery/chats/<name>.py``), configured or not,
+    in ``CHANNELS`` order."""
     return dict(_installed())
 
 
 @functools.cache
-def _installed() -> dict[str, Adapter]:
+def _installed() -> dict[str, ChatApp]:
     # Once per process: every create and resolution asks which channels are on.
     found = {}
-    for name in CHANNELS + NOTIFIERS:
-        where = adapter_module(name)
+    for name in CHANNELS:
+        where = f"{__package__}.{name}"
         try:
             module = importlib.import_module(where)
         except ModuleNotFoundError as missing:
             if missing.name != where:
                 raise
             continue
-        found[name] = cast(Adapter, module.adapter)
+        found[name] = cast(ChatApp, module.adapter)
     return found
 
 
-def adapters() -> dict[str, Adapter]:
-    """The configured adapters by name; an unconfigured channel is absent."""
+def adapters() -> dict[str, ChatApp]:
+    """The configured chat apps by name; an unconfigured one is absent."""
     return {name: adapter for name, adapter in installed().items() if adapter.configured()}
 
 

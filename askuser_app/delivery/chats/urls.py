@@ -1,4 +1,4 @@
-"""``/chat/<name>/…``: each installed adapter's inbound endpoints, 404 while its channel is off."""
+"""``/chat/<name>/…``: each installed chat app's inbound endpoints, 404 while it is off."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import Http404
 from django.urls import URLPattern, include, path
 
-from askuser_app.delivery.chats.base import Adapter
+from askuser_app.delivery.chats.base import Adapter, ChatApp
 from askuser_app.delivery.chats.core import installed
 
 
@@ -34,7 +34,7 @@ def _when_configured(adapter: Adapter, view: Callable[..., Any]) -> Callable[...
     return guarded
 
 
-def _guarded(adapter: Adapter) -> list[URLPattern]:
+def _guarded(adapter: ChatApp) -> list[URLPattern]:
     return [
         # An unnamed pattern stays unnamed: path() takes None, though its stubs say str.
         path(str(p.pattern), _when_configured(adapter, p.callback), p.default_args, name=cast(str, p.name))

@@ -7,11 +7,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.urls import URLPattern, path
 
 from askuser_app.delivery import engine
 from askuser_app.delivery.chats.base import Card, Closed, News, Recipient, Ref
-from askuser_app.delivery.notifiers.email import views as emailviews
 from askuser_app.delivery.notifiers.email.mails import compose, compose_news, deliver
 from askuser_app.domain import prefs
 from askuser_app.models import Preferences
@@ -64,12 +62,6 @@ class Email:
 
     async def edit(self, ref: Ref, closed: Closed) -> None:
         """A sent mail cannot change; its links now say how the prompt was resolved."""
-
-    def how_to_link(self, code: str) -> str:
-        return ""
-
-    def urlpatterns(self) -> list[URLPattern]:
-        return [path("<str:token>/", emailviews.email_page, name="email")]
 
 
 adapter = Email()

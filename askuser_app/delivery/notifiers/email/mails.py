@@ -102,7 +102,7 @@ def read_token(token: str) -> Link:
 
 
 def link_url(token: str) -> str:
-    return settings.ASKUSER_PUBLIC_URL + reverse("chat:email", args=[token])
+    return settings.ASKUSER_PUBLIC_URL + reverse("email_page", args=[token])
 
 
 # --- the mail ---------------------------------------------------------------------------

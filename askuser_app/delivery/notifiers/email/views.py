@@ -8,7 +8,8 @@ nothing. The confirming POST carries the page's CSRF token. A link is good once:
 the answer resolves the prompt, and every link of a resolved prompt only says how
 it was resolved. Nothing here redirects, so no link can send a person elsewhere.
 
-``/settings/email/``: the person's choice of when to be emailed.
+``/settings/email/``: the person's choice of when to be emailed, and ``section``, what the
+settings page's email section shows.
 """
 
 from __future__ import annotations
@@ -20,15 +21,17 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
+from askuser_app.delivery import notifiers
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.notifiers.email import mails as mail
+from askuser_app.delivery.notifiers.email.adapter import adapter
 from askuser_app.domain import prefs, services
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import Prompt
@@ -73,6 +76,8 @@ def _linked(link: mail.Link) -> tuple[Prompt, User]:
 @require_http_methods(["GET", "POST"])
 def email_page(request: HttpRequest, token: str) -> HttpResponse:
     """GET shows; POST ``action=answer`` confirms the link's option, ``action=more_time`` extends."""
+    if not adapter.configured():
+        raise Http404
     try:
         link = mail.read_token(token)
         prompt, owner = _linked(link)
@@ -158,7 +163,7 @@ def _show(
 
 @dataclass
 class EmailSettings:
-    """What ``templates/askuser/settings/email.html`` shows."""
+    """What ``askuser/settings/email.html`` shows."""
 
     address: str
     smtp: bool
@@ -191,6 +196,11 @@ def email_settings(user: User, *, error: str = "", saved: bool = False, chosen: 
     )
 
 
+def section(request: LoggedInRequest) -> EmailSettings:
+    """The settings page's email section, as the person left it."""
+    return email_settings(request.user)
+
+
 @login_required
 @require_POST
 def settings_email(request: LoggedInRequest) -> HttpResponse:
@@ -210,5 +220,5 @@ def settings_email(request: LoggedInRequest) -> HttpResponse:
 def _settings_response(request: LoggedInRequest, state: EmailSettings, status: int = 200) -> HttpResponse:
     if request.htmx:
         return render(request, "askuser/settings/email.html", {"email": state}, status=status)
-    context = {"preferences": prefs.of(request.user), "email": state}
+    context = {"preferences": prefs.of(request.user), **notifiers.sections(request), "email": state}
     return render(request, "askuser/settings.html", context, status=status)

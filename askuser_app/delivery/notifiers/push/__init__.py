@@ -1,2 +1,32 @@
 """Web Push: encrypting and sending a push to a person's devices (``adapter``), and subscribing,
-testing and removing devices (``views``)."""
+testing and removing devices, with the settings page's section for them (``views``, ``urls``,
+``templates/``)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from askuser_app.delivery.notifiers import Folder
+from askuser_app.runtime import datadir
+
+
+def make_key() -> None:
+    """The key that signs pushes, made in the data folder at start unless given: devices linked
+    to it keep working across restarts."""
+    if settings.ASKUSER_PUSH and not settings.ASKUSER_VAPID_PRIVATE_KEY:
+        datadir.vapid_key(settings.DATA_DIR)
+
+
+folder = Folder(
+    settings=(
+        "ASKUSER_PUSH",
+        "ASKUSER_VAPID_PRIVATE_KEY",
+        "ASKUSER_VAPID_PUBLIC_KEY",
+        "ASKUSER_VAPID_SUBJECT",
+        "ASKUSER_PUSH_ALLOW_PRIVATE",
+        "ASKUSER_MAX_PUSH_DEVICES",
+    ),
+    section=1,
+    watches=("askuser_app.PushSubscription",),  # the person's devices
+    when_ready=make_key,
+)

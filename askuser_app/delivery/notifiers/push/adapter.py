@@ -45,7 +45,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
-from django.urls import URLPattern
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -472,12 +471,6 @@ class PushAdapter:
             await _push_to(subscription, message)
         except Permanent:
             return  # nothing left to close on a device that is gone
-
-    def how_to_link(self, code: str) -> str:
-        return ""
-
-    def urlpatterns(self) -> list[URLPattern]:
-        return []  # its routes are the settings page's, under /settings/push/
 
 
 adapter = PushAdapter()

@@ -2,7 +2,8 @@
 
 The browser's side (``static/askuser/push.js``) posts JSON with the CSRF token
 in a header; the list's Remove and the test button are plain forms, which
-htmx upgrades to swap the settings partial in place.
+htmx upgrades to swap the settings partial in place; ``section`` is what that
+partial shows, on the settings page too.
 """
 
 from __future__ import annotations
@@ -30,15 +31,16 @@ if TYPE_CHECKING:
 MAX_SUBSCRIPTION = 8 * 1024  # an endpoint of at most 2 KiB and two short keys
 
 
-def context(request: LoggedInRequest, tried: list[push.Tried] | None = None) -> dict[str, Any]:
+def section(request: LoggedInRequest, tried: list[push.Tried] | None = None) -> dict[str, Any]:
     """What ``askuser/settings/push.html`` shows: whether push is on here, the devices, a test's results."""
     on = push.adapter.configured()
     devices = list(PushSubscription.objects.filter(user=request.user)) if on else []
-    return {"push": {"on": on, "public_key": push.public_key() if on else "", "devices": devices, "tried": tried}}
+    return {"on": on, "public_key": push.public_key() if on else "", "devices": devices, "tried": tried}
 
 
 def _partial(request: LoggedInRequest, tried: list[push.Tried] | None = None) -> HttpResponse:
-    return HttpResponse(render_to_string("askuser/settings/push.html", context(request, tried), request=request))
+    shown = {"push": section(request, tried)}
+    return HttpResponse(render_to_string("askuser/settings/push.html", shown, request=request))
 
 
 def _refused(message: str, status: int = 400) -> JsonResponse:

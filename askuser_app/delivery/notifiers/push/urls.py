@@ -1,0 +1,16 @@
+"""Web Push's routes: this person's devices, under ``/settings/push/``, and the service worker."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from askuser_app.delivery.notifiers.push import views
+
+urlpatterns = [
+    path("settings/push/key", views.key, name="push_key"),
+    path("settings/push/subscribe", views.subscribe, name="push_subscribe"),
+    path("settings/push/unsubscribe", views.unsubscribe, name="push_unsubscribe"),
+    path("settings/push/remove", views.remove, name="push_remove"),
+    path("settings/push/test", views.test, name="push_test"),
+    path("sw.js", views.service_worker, name="service_worker"),
+]
