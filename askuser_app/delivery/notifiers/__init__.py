@@ -25,7 +25,7 @@ migration, where Django looks for models.
 
 This module is plain Python at import, like ``runtime.datadir``: the settings ask for
 ``template_dirs`` before Django is set up. A folder's own modules are imported when first asked
-for, by name. ``tests/test_notifier_folders.py`` adds a third notifier and sees it found.
+for, by name. ``tests/delivery/test_notifier_folders.py`` adds a third notifier and sees it found.
 """
 
 from __future__ import annotations

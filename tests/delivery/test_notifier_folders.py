@@ -27,10 +27,9 @@ from askuser_app.delivery.chats.base import CHANNELS, Notifier
 from askuser_app.domain import prefs, wording
 from askuser_app.models import PushSubscription
 from askuser_app.runtime import caching
+from tests.conftest import payload
 
-from .conftest import payload
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ROOT / "askuser_app" / "delivery" / "notifiers"
 
 
