@@ -48,22 +48,29 @@ MARKS = [
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """The one chromium a module's browser tests share.
+def playwright() -> Iterator[Any]:
+    """The Playwright driver, for one module's tests: its ``chromium``, or a browser launched
+    another way (Web Push's, on a profile of its own).
 
-    Playwright's sync API keeps an event loop marked running in this thread between
-    calls, which makes Django refuse the tests' own (synchronous) database calls, and
-    would make an asyncio test refuse to start: so it lives no longer than the module
-    that asked for it, and Django is told to allow those calls meanwhile."""
+    Its sync API keeps an event loop marked running in this thread between calls, which makes
+    Django refuse the tests' own (synchronous) database calls, and would make an asyncio test
+    refuse to start: so it lives no longer than the module that asked for it, and Django is
+    told to allow those calls meanwhile."""
     assert playwright_api is not None
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with playwright_api.sync_playwright() as driver:
-            browser = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            yield browser
-            browser.close()
+            yield driver
     finally:
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+@pytest.fixture(scope="module")
+def chromium(playwright) -> Iterator[Any]:
+    """The one chromium a module's browser tests share."""
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    yield browser
+    browser.close()
 
 
 @pytest.fixture(scope="module")

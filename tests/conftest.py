@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import time
 from datetime import timedelta
 from typing import Any
@@ -213,6 +214,16 @@ def backdate(prompt: Prompt, created, took: timedelta | None = None) -> None:
     if took is not None:
         fields["resolved_at"] = created + took
     Prompt.objects.filter(pk=prompt.pk).update(**fields)
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_left_as_found():
+    """A test leaves Ctrl-C's handler as it found it: a handler left behind turns a later
+    test's Ctrl-C (tests/agents/test_client.py) into something else than a KeyboardInterrupt."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    assert after is before, f"this test left SIGINT's handler changed: {after!r}"
 
 
 @pytest.fixture(autouse=True)

@@ -127,7 +127,17 @@ async def test_cancelling_the_async_ask_cancels_the_prompt(server, token):
     assert (prompt.status, prompt.reason) == ("no_answer", "cancelled")
 
 
-def test_ctrl_c_during_a_wait_cancels_the_prompt(server, token):
+@pytest.fixture
+def ctrl_c_interrupts():
+    """Ctrl-C raises KeyboardInterrupt, as in a program started from a terminal. A process started
+    in the background by a non-interactive shell (``cmd &``, as a CI job may be) inherits Ctrl-C
+    ignored, and Python then installs no handler of its own."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_during_a_wait_cancels_the_prompt(server, token, ctrl_c_interrupts):
     main = threading.get_ident()
 
     def press_ctrl_c() -> None:

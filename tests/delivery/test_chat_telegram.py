@@ -277,7 +277,7 @@ async def test_the_api_down_for_a_while_loses_nothing_and_the_edit_follows_the_s
     await deliveries_settle(prompt_id)
     tries = await database_call(lambda: list(DeliveryAttempt.objects.values_list("action", "ok", "error")))()
     assert [t[:2] for t in tries][-2:] == [("send", True), ("edit", True)]
-    assert all(not ok and "FakeTelegram could not be reached" in error for _, ok, error in tries[:-2])
+    assert all(not ok and "Telegram could not be reached" in error for _, ok, error in tries[:-2])
     assert len(tries) >= 5
 
 
@@ -300,7 +300,7 @@ async def test_a_send_refused_for_good_is_failed_and_shown_on_the_page(telegram,
         browser.force_login(owner)
         return browser.get("/s/support-42/").content.decode()
 
-    assert "This question could not be sent to FakeTelegram" in await database_call(page)()
+    assert "This question could not be sent to Telegram" in await database_call(page)()
 
 
 async def test_a_message_recorded_while_no_loop_ran_is_sent_once_one_runs(telegram, linked, agent):
@@ -428,7 +428,7 @@ def test_the_settings_page_gives_a_code_with_the_step_to_take_and_unlinks(telegr
     body = response.content.decode()
     assert response.status_code == 200 and code in body
     assert f"Open t.me/askuser_test_bot?start={code}, or send /start {code} to the bot." in body
-    assert not ChatLink.objects.exists() and "Unlinked from FakeTelegram." in unlinked.content.decode()
+    assert not ChatLink.objects.exists() and "Unlinked from Telegram." in unlinked.content.decode()
 
 
 def test_how_to_link_falls_back_to_the_plain_step_when_telegram_cannot_say(settings, fake_api):

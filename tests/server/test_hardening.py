@@ -225,7 +225,7 @@ def test_the_agent_api_still_refuses_an_unknown_host(token):
 
 
 def test_session_and_csrf_cookies_are_http_only_and_same_site(client, owner):
-    from .conftest import PASSWORD
+    from tests.conftest import PASSWORD
 
     client.get("/login/")
     response = client.post("/login/", {"username": "alice", "password": PASSWORD})

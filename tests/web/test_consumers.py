@@ -15,7 +15,7 @@ from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import socketauth, ui
 from askuser_app.web.consumers import CLOSE_TOO_MANY
-from tests.conftest import ask, ask_async, connect, cookie_for, empty_the_cache, opened
+from tests.conftest import ask_async, connect, cookie_for, empty_the_cache, opened
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -479,7 +479,7 @@ async def test_other_users_hear_nothing(agent, owner, other_user, session, other
 async def test_a_new_question_reaches_an_open_inbox(agent, owner, session):
     tab = await opened("/ws/sessions/?only=inbox", owner)
 
-    prompt = await ask(agent, session="fresh-session")
+    prompt = await ask_async(agent, session="fresh-session")
 
     html = await tab.receive_from(timeout=DEADLINE)
     assert '<ol id="inbox-prompts" class="inbox-prompts"' in html and 'hx-swap-oob="true"' in html
@@ -489,7 +489,7 @@ async def test_a_new_question_reaches_an_open_inbox(agent, owner, session):
 
 
 async def test_an_answered_question_moves_to_just_answered_in_an_open_inbox(agent, owner, session):
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     tab = await opened("/ws/sessions/?only=inbox", owner)
 
     await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="telegram")
@@ -502,7 +502,7 @@ async def test_an_answered_question_moves_to_just_answered_in_an_open_inbox(agen
 
 
 async def test_an_expired_question_leaves_an_open_inbox(agent, owner, session):
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     tab = await opened("/ws/sessions/?only=inbox", owner)
     await database_call(Prompt.objects.filter(pk=prompt.pk).update)(expires_at=timezone.now() - timedelta(seconds=1))
 
@@ -515,7 +515,7 @@ async def test_an_expired_question_leaves_an_open_inbox(agent, owner, session):
 
 
 async def test_more_time_moves_only_the_countdown_in_an_open_inbox(agent, owner, session):
-    prompt = await ask(agent)
+    prompt = await ask_async(agent)
     tab = await opened("/ws/sessions/?only=inbox", owner)
 
     await database_call(services.extend)(prompt, by=owner, surface="web")
@@ -531,14 +531,14 @@ async def test_an_inbox_hears_nothing_of_another_persons_questions(agent, owner,
     tab = await opened("/ws/sessions/?only=inbox", owner)
     intruder = await database_call(lambda: services.create_agent("intruder", other_user)[0])()
 
-    await ask(intruder, session="theirs")
+    await ask_async(intruder, session="theirs")
 
     assert await tab.receive_nothing(timeout=0.3)
     await tab.disconnect()
 
 
 async def test_an_inbox_that_is_up_to_date_is_sent_nothing_on_connecting(agent, owner, session):
-    await ask(agent)
+    await ask_async(agent)
     await database_call(Prompt.objects.update)(created_at=timezone.now() - timedelta(hours=1))
     await database_call(Session.objects.update)(created_at=timezone.now() - timedelta(hours=1))
     await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))

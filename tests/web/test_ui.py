@@ -41,7 +41,7 @@ def test_pages_need_a_login(client, path):
 
 
 def test_the_login_page_logs_in(client, owner):
-    from .conftest import PASSWORD
+    from tests.conftest import PASSWORD
 
     response = client.post("/login/", {"username": "alice", "password": PASSWORD})
 
