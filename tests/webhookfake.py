@@ -30,6 +30,7 @@ class Receiver:
     def __init__(self, fail_first: int = 0) -> None:
         self.requests: list[tuple[dict[str, str], bytes]] = []
         self.fail_first = fail_first
+        self.arrived = threading.Event()  # a request has come
         self.release = threading.Event()
         self.release.set()
         receiver = self
@@ -38,6 +39,7 @@ class Receiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.requests.append((dict(self.headers), body))
+                receiver.arrived.set()
                 receiver.release.wait(DEADLINE)
                 failing = len(receiver.requests) <= receiver.fail_first
                 self.send_response(500 if failing else 204)

@@ -13,10 +13,8 @@ import base64
 import json
 import secrets
 import socket
-import threading
 import time
 from collections.abc import Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -41,6 +39,7 @@ from askuser_app.models import (
 from askuser_app.runtime.asyncdb import database_call
 from tests.conftest import payload
 from tests.servers import DaphneServer
+from tests.webhookfake import Receiver
 
 DEADLINE = 2.0  # seconds another owner's delivery may take, however busy the engine is with the first's
 SETTLE = 20.0  # seconds for what the engine has in flight to be recorded
@@ -65,39 +64,6 @@ class Silent:
         """Every connection they hold is reset: what is in flight to them ends at once."""
         for listening in self.sockets:
             listening.close()
-
-
-class Receiver:
-    """A webhook receiver that answers at once, or holds each request until released."""
-
-    def __init__(self) -> None:
-        self.bodies: list[tuple[dict[str, str], bytes]] = []
-        self.arrived = threading.Event()
-        self.release = threading.Event()
-        self.release.set()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.bodies.append((dict(self.headers), body))
-                receiver.arrived.set()
-                receiver.release.wait(SETTLE)
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/hook"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 async def found(find: Any, within: float = SETTLE) -> Any:
@@ -195,7 +161,7 @@ async def test_64_slow_webhook_hosts_of_one_owner_do_not_delay_another_owners_we
         delivered = await found(
             lambda: WebhookDelivery.objects.filter(owner_id=agent.owner_id, status="delivered").first()
         )
-        assert json.loads(fast.bodies[0][1])["id"] == str(delivered.prompt_id)
+        assert json.loads(fast.requests[0][1])["id"] == str(delivered.prompt_id)
     finally:
         await database_call(slow.update)(status="failed")  # no more attempts…
         silent.close()  # …and those in flight end at once
@@ -287,5 +253,5 @@ async def test_a_webhook_cut_off_by_a_crash_is_sent_again_after_the_restart_and_
 
     attempts = await database_call(lambda: list(delivery.attempts.values_list("number", "status_code")))()
     assert attempts == [(2, 204)]  # the dead process recorded nothing; the new one its one success
-    assert [headers["Askuser-Attempt"] for headers, _body in receiver.bodies] == ["1", "2"]
-    assert len({body for _headers, body in receiver.bodies}) == 1  # the same result, once more
+    assert [headers["Askuser-Attempt"] for headers, _body in receiver.requests] == ["1", "2"]
+    assert len({body for _headers, body in receiver.requests}) == 1  # the same result, once more

@@ -4,6 +4,7 @@ and who may read them."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from askuser_app.domain import services
 from bench import history
@@ -21,3 +22,11 @@ def long_history(django_db_setup, django_db_blocker):
     yield 100_000
     with django_db_blocker.unblock():
         history.clear(historian.pk)
+
+
+@pytest.fixture
+def staff_client(staff) -> Client:
+    """A member of staff logged in to the admin."""
+    client = Client()
+    client.force_login(staff)
+    return client

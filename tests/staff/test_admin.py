@@ -70,13 +70,6 @@ def messages_of(response) -> list[str]:
 
 
 @pytest.fixture
-def staff_client(staff) -> Client:
-    client = Client()
-    client.force_login(staff)
-    return client
-
-
-@pytest.fixture
 def history_of_two_owners(agent, owner, other_user):
     """Alice's agent: an answered prompt (a chosen option and free text) and a pending one;
     Bob's agent: an expired prompt."""

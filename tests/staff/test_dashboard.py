@@ -6,7 +6,6 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from askuser_app.domain import services
@@ -19,13 +18,6 @@ DASHBOARD = "/admin/askuser_app/prompt/dashboard/"
 
 def midnight():
     return timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
-
-
-@pytest.fixture
-def staff_client(staff) -> Client:
-    client = Client()
-    client.force_login(staff)
-    return client
 
 
 @pytest.fixture
