@@ -259,6 +259,7 @@ TOKEN = "123456:TEST-token"
 SECRET = "s3cret-webhook-token"
 CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
 DEADLINE = 10
+SLACK_USER, SLACK_DM = "U0ALICE", "D0ALICE"  # alice on Slack, and her direct message with the app
 
 
 class FakeTelegram:
@@ -341,7 +342,7 @@ class FakeSlack:
         self.stamps = itertools.count(1)
         self.api_url = f"{fake.url}/api/"
         fake.route("POST", "/api/apps.connections.open", lambda call: (200, {"ok": True, "url": self.socket.url}))
-        fake.route("POST", "/api/conversations.open", lambda call: (200, {"ok": True, "channel": {"id": "D0ALICE"}}))
+        fake.route("POST", "/api/conversations.open", lambda call: (200, {"ok": True, "channel": {"id": SLACK_DM}}))
         fake.route("POST", "/api/chat.postMessage", self._posted)
         for method in ("chat.update", "chat.postEphemeral", "views.open"):
             fake.route("POST", f"/api/{method}", lambda call: (200, {"ok": True}))
@@ -441,3 +442,15 @@ def text_update(update_id: int, text: str, *, reply_to: int | None = None, user_
             "text": "…",
         }
     return {"update_id": update_id, "message": message}
+
+
+def slack_dm(text: str) -> dict[str, Any]:
+    """The event Slack sends for alice's message ``text`` in her direct message with the app."""
+    return {
+        "type": "message",
+        "channel_type": "im",
+        "channel": SLACK_DM,
+        "user": SLACK_USER,
+        "text": text,
+        "ts": "1800.1",
+    }

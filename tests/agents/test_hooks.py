@@ -17,6 +17,7 @@ from askuser_app.domain import hooks, prefs, services
 from askuser_app.models import Delivery, Message, Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
+from tests.chatfake import CHAT, SECRET, TOKEN, FakeTelegram, tap_update
 from tests.conftest import asgi_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -221,20 +222,14 @@ def test_an_edit_shows_the_file_and_the_change():
 
 # --- answered on Telegram -----------------------------------------------------------------------
 
-TELEGRAM_TOKEN = "123456:TEST-token"
-TELEGRAM_SECRET = "s3cret-webhook-token"
-CHAT = 4242
-
 
 @pytest.fixture
-def telegram(settings, fake_api):
-    settings.TELEGRAM_BOT_TOKEN = TELEGRAM_TOKEN
-    settings.TELEGRAM_WEBHOOK_SECRET = TELEGRAM_SECRET
+def telegram(settings, fake_api) -> FakeTelegram:
+    settings.TELEGRAM_BOT_TOKEN = TOKEN
+    settings.TELEGRAM_WEBHOOK_SECRET = SECRET
     settings.TELEGRAM_API_URL = fake_api.url
     settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
-    for method in ("sendMessage", "editMessageText", "answerCallbackQuery", "getMe"):
-        fake_api.route("POST", f"/bot{TELEGRAM_TOKEN}/{method}", lambda call: (200, {"ok": True, "result": True}))
-    return fake_api
+    return FakeTelegram(fake_api)
 
 
 async def test_a_telegram_button_decides_the_permission(telegram, owner, token):
@@ -243,17 +238,8 @@ async def test_a_telegram_button_decides_the_permission(telegram, owner, token):
     prompt = await asked_prompt()
     hexid = prompt.pk.hex
 
-    tap = {
-        "update_id": 1,
-        "callback_query": {
-            "id": "cb-1",
-            "from": {"id": CHAT, "is_bot": False, "first_name": "Alice", "username": "alice"},
-            "chat_instance": "ci",
-            "message": {"message_id": 500, "date": 1_700_000_000, "chat": {"id": CHAT, "type": "private"}, "text": "…"},
-            "data": f"o:{hexid}:1",  # the second button: Deny
-        },
-    }
-    headers = {SECRET_HEADER: TELEGRAM_SECRET, "Content-Type": "application/json"}
+    tap = tap_update(1, 500, f"o:{hexid}:1")  # the second button: Deny
+    headers = {SECRET_HEADER: SECRET, "Content-Type": "application/json"}
     tapped = await asyncio.wait_for(
         asgi_request("POST", "/chat/telegram/webhook", content=json.dumps(tap).encode(), headers=headers), DEADLINE
     )
@@ -274,9 +260,7 @@ WAITING = {**BASE, "hook_event_name": "Notification", "notification_type": "idle
 
 
 @pytest.fixture
-def linked_telegram(telegram, owner):
-    sent = {"message_id": 7, "date": 1_700_000_000, "chat": {"id": CHAT, "type": "private"}, "text": "…"}
-    telegram.route("POST", f"/bot{TELEGRAM_TOKEN}/sendMessage", lambda call: (200, {"ok": True, "result": sent}))
+def linked_telegram(telegram, owner) -> FakeTelegram:
     core.link_by_hand(owner, "telegram", str(CHAT), chat_id=str(CHAT), handle="@alice")
     return telegram
 
@@ -296,8 +280,7 @@ async def test_a_finished_agent_is_told_on_telegram_when_the_person_chose_it(lin
     assert (await asyncio.wait_for(post_hook(token, STOPPED), DEADLINE)).json() == {}
     engine.ensure_running()
 
-    path = f"/bot{TELEGRAM_TOKEN}/sendMessage"
-    [told] = await asyncio.to_thread(linked_telegram.wait_for, path)
+    [told] = await linked_telegram.arrived("sendMessage")
     assert str(told.body["chat_id"]) == str(CHAT)
     assert told.body["text"].startswith("Claude Code · app\nClaude Code finished: All tests pass.\n\nhttps://")
     assert "parse_mode" not in told.body  # the agent's words as plain text
@@ -316,7 +299,7 @@ async def test_an_agent_waiting_for_input_is_told_on_telegram_by_default(linked_
     assert (await asyncio.wait_for(post_hook(token, WAITING), DEADLINE)).json() == {}
     engine.ensure_running()
 
-    [told] = await asyncio.to_thread(linked_telegram.wait_for, f"/bot{TELEGRAM_TOKEN}/sendMessage")
+    [told] = await linked_telegram.arrived("sendMessage")
     assert "Claude Code is waiting for your input" in told.body["text"]
 
 

@@ -15,14 +15,13 @@ import pytest
 from askuser_app.delivery.chats import core
 from askuser_app.domain import services
 from tests.browsers import MARKS, WAIT_MS, Human, playwright_api
-from tests.chatfake import CHAT, WithoutURL
+from tests.chatfake import CHAT, SLACK_DM, SLACK_USER, WithoutURL, slack_dm
 from tests.conftest import EXTRAS, QUESTION, payload
 
 expect = playwright_api.expect
 
 pytestmark = MARKS
 
-ALICE, DM = "U0ALICE", "D0ALICE"  # alice on Slack, and her direct message with the app
 SESSION = "support-42"
 
 
@@ -99,12 +98,12 @@ def test_a_reply_in_slack_closes_the_open_panel_without_a_reload(
     token,
     waits,
 ):
-    core.link_by_hand(owner, "slack", ALICE, chat_id=DM, handle="alice")
+    core.link_by_hand(owner, "slack", SLACK_USER, chat_id=SLACK_DM, handle="alice")
     question = asked(chromium, slack_without_url, owner, agent, token, waits, QUESTION, EXTRAS)
     slack = slack_without_url.app
     slack.wait_for("chat.postMessage")
     text = "Production\nDocs, Blog post"
-    event = {"type": "message", "channel_type": "im", "channel": DM, "user": ALICE, "text": text, "ts": "1800.1"}
+    event = slack_dm(text)
     callback = {"type": "event_callback", "event_id": "Ev-1", "event": event}
 
     slack.socket.push({"envelope_id": "env-1", "type": "events_api", "payload": callback})

@@ -18,20 +18,22 @@ import pytest
 
 from askuser_app.delivery.chats import core, polling
 from tests.chatfake import (
+    CHAT,
+    DEADLINE,
+    SLACK_DM,
     SLACK_SIGNING_SECRET,
+    SLACK_USER,
     TOKEN,
     FakeAPI,
     FakeSlack,
     FakeTelegram,
     WithoutURL,
     embedded,
+    slack_dm,
 )
 from tests.conftest import EXTRAS, QUESTION, SCALED, SCALED_REASON, payload
 from tests.servers import ROOT, DaphneServer, free_port
 
-CHAT = 4242  # alice's private chat with the bot (Telegram: the same number as her user id)
-ALICE, DM = "U0ALICE", "D0ALICE"  # alice on Slack, and her direct message with the app
-DEADLINE = 10
 AT_ONCE = 1.0  # seconds from the event reaching the server to the agent's wait returning
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -44,7 +46,7 @@ def on_telegram(owner):
 
 @pytest.fixture
 def on_slack(owner):
-    return core.link_by_hand(owner, "slack", ALICE, chat_id=DM, handle="alice")
+    return core.link_by_hand(owner, "slack", SLACK_USER, chat_id=SLACK_DM, handle="alice")
 
 
 @pytest.fixture
@@ -109,15 +111,15 @@ def slack_tap(envelope_id: str, value: str) -> dict[str, Any]:
     tapped = {
         "type": "block_actions",
         "trigger_id": f"trig-{envelope_id}",
-        "user": {"id": ALICE, "username": "alice"},
-        "channel": {"id": DM},
+        "user": {"id": SLACK_USER, "username": "alice"},
+        "channel": {"id": SLACK_DM},
         "actions": [{"action_id": value, "type": "button", "value": value}],
     }
     return {"envelope_id": envelope_id, "type": "interactive", "accepts_response_payload": False, "payload": tapped}
 
 
 def slack_message(envelope_id: str, text: str) -> dict[str, Any]:
-    event = {"type": "message", "channel_type": "im", "channel": DM, "user": ALICE, "text": text, "ts": "1800.1"}
+    event = slack_dm(text)
     callback = {"type": "event_callback", "event_id": f"Ev-{envelope_id}", "event": event}
     return {"envelope_id": envelope_id, "type": "events_api", "accepts_response_payload": False, "payload": callback}
 
