@@ -352,9 +352,9 @@ def test_staff_see_each_delivery_with_its_attempts_in_the_admin(api, staff, owne
 
 
 def readme_receiver():
-    """The README's webhook receiver, as a reader would copy it."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = next(b.split("```")[0] for b in readme.split("```python\n")[1:] if "def receive(" in b)
+    """docs/WEBHOOKS.md's webhook receiver, as a reader would copy it."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "WEBHOOKS.md").read_text()
+    block = next(b.split("```")[0] for b in page.split("```python\n")[1:] if "def receive(" in b)
     resumed: list[dict] = []
     namespace = {"resume_run": resumed.append}
     exec(block, namespace)

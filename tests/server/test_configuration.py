@@ -1,5 +1,7 @@
-"""Every environment variable the code reads is on one page, docs/CONFIGURATION.md, and the
-README's settings tables and commands lead there and to the address ``make run`` serves on.
+"""Every environment variable the code reads is on one page, docs/CONFIGURATION.md, and only
+there: no other page keeps a settings table of its own (they drifted apart when the README
+kept one), every page that names a setting leads there, and the README's commands lead to
+the address ``make run`` serves on.
 
 The scan covers the server (``askuser_app/``, ``controlui/``) and the benchmark (``bench/``),
 which reads knobs of its own (``BENCH_*``); tests/ is left out: what it reads configures the
@@ -117,13 +119,41 @@ def readme_sections() -> list[str]:
     return re.split(r"\n(?=#{2,3} )", README.read_text(encoding="utf-8"))
 
 
-def test_the_readme_links_the_page_near_the_top_and_from_every_settings_table():
+def other_pages() -> list[Path]:
+    """Every page of documentation but the configuration page itself."""
+    pages = [README, ROOT / "askuser_app" / "server" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [page for page in pages if page != PAGE]
+
+
+def test_the_readme_links_the_page_near_the_top():
     intro = readme_sections()[0]
-    tables = [s for s in readme_sections() if re.search(r"^\| [Vv]ariable \|", s, re.MULTILINE)]
 
     assert "docs/CONFIGURATION.md" in intro
-    assert len(tables) >= 4
-    unlinked = [section.splitlines()[0] for section in tables if "docs/CONFIGURATION.md" not in section]
+
+
+def test_settings_are_described_only_on_the_configuration_page():
+    settings = set(names_read())
+    described: dict[str, list[str]] = {}
+    for page in other_pages():
+        for line in page.read_text(encoding="utf-8").splitlines():
+            cell = re.match(r"\| *`([A-Z][A-Z0-9_]+)`", line)  # a table's row whose first cell is a setting
+            if cell and cell.group(1) in settings:
+                described.setdefault(str(page.relative_to(ROOT)), []).append(cell.group(1))
+
+    assert len(other_pages()) >= 10
+    assert not described, f"settings described outside docs/CONFIGURATION.md: {described}"
+
+
+def test_every_page_that_names_a_setting_leads_to_the_configuration_page():
+    settings = set(names_read())
+    unlinked = []
+    for page in other_pages():
+        text = page.read_text(encoding="utf-8")
+        if page.name == "PERFORMANCE.md":  # written by make bench (bench/report.py), not by hand
+            continue
+        if any(f"`{name}`" in text for name in settings) and "CONFIGURATION.md" not in text:
+            unlinked.append(str(page.relative_to(ROOT)))
+
     assert not unlinked, unlinked
 
 
