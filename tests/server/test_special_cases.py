@@ -1,5 +1,6 @@
-"""askuser_app/server/README.md, the table of performance special cases: every
-file and test it names exists, so the table cannot outlive what it lists."""
+"""askuser_app/server/README.md, the performance special cases, one section each:
+every file and test a case names exists, so the list cannot outlive what it lists,
+and each case says where it is, its measured figure, its target and its guarding test."""
 
 from __future__ import annotations
 
@@ -7,27 +8,34 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLE = ROOT / "askuser_app" / "server" / "README.md"
+PAGE = ROOT / "askuser_app" / "server" / "README.md"
 PACKAGES = "agents|delivery|domain|runtime|server|staff|web"
 
 
-def rows() -> list[str]:
-    found = [line for line in TABLE.read_text().splitlines() if re.match(r"\| \d+ \|", line)]
-    assert found, "no row in the table"
+def cases() -> list[str]:
+    """Each special case's section: from its ``## N. title`` to the next heading."""
+    found = re.findall(r"^## \d+\. .*?(?=^## )", PAGE.read_text(), re.MULTILINE | re.DOTALL)
+    assert found, "no special case on the page"
     return found
 
 
-def test_every_file_the_table_names_exists():
-    for row in rows():
-        for name in re.findall(rf"`((?:{PACKAGES})/[\w/]+\.py)`", row):
+def test_every_case_says_where_it_is_what_it_measured_its_target_and_its_test():
+    for case in cases():
+        for field in ("Where", "Replaces", "Measured", "Target", "Verdict", "Guarded by", "Can go when"):
+            assert f"- **{field}" in case, (case.splitlines()[0], field)
+
+
+def test_every_file_the_page_names_exists():
+    for case in cases():
+        for name in re.findall(rf"`((?:{PACKAGES})/[\w/]+\.py)`", case):
             assert (ROOT / "askuser_app" / name).is_file(), name
-        for name in re.findall(r"`((?:controlui|tests)/[\w/]+\.py)`", row):
+        for name in re.findall(r"`((?:controlui|tests)/[\w/]+\.py)`", case):
             assert (ROOT / name).is_file(), name
 
 
-def test_every_test_the_table_names_is_in_the_file_it_names():
-    for row in rows():
-        for part in row.split(";"):
+def test_every_test_the_page_names_is_in_the_file_it_names():
+    for case in cases():
+        for part in case.split(";"):
             files = re.findall(r"`(tests/[\w/]+\.py)`", part)
             names = re.findall(r"`(test_\w+)`", part)
             if not names:
