@@ -218,7 +218,7 @@ def tool(request: AgentRequest) -> dict[str, Any]:
     return contract.tool_definition()
 
 
-# --- the long-polls, served by ``longpoll`` and described here ---------------------------------
+# --- the long-polls, served by ``agents/waits.py`` and described here --------------------------
 
 WAIT_PARAMETER = {"in": "query", "name": "wait", "required": False, "schema": {"type": "number", "default": 0}}
 
@@ -296,7 +296,7 @@ def long_poll_operation(
         schema = {"$ref": f"#/components/schemas/{model.__name__}"}
         return {"description": HTTPStatus(status).phrase, "content": {"application/json": {"schema": schema}}}
 
-    # 429: past the caps on parked waits (longpoll.Parked).
+    # 429: past the caps on parked waits (askuser_app.agents.waits.Parked).
     refusals = {str(status): answer(status, contract.ErrorOut) for status in (*ERRORS, 429)}
     return {
         "operationId": f"askuser_app_api_{name}",

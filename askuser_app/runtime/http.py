@@ -76,7 +76,7 @@ def own_headers(*, data: bool) -> dict[str, str]:
 def security_headers(secure: bool, *, data: bool = True) -> dict[str, str]:
     """Every security header of a response Django does not make, as Django's middleware
     (``SecurityMiddleware``, ``XFrameOptionsMiddleware``) and ``own_headers`` set them on
-    the responses it does make; ``tests/runtime/test_http.py`` compares the two."""
+    the responses it does make; ``tests/server/test_security_headers.py`` compares the two."""
     headers = {}
     if settings.SECURE_HSTS_SECONDS and secure:
         hsts = f"max-age={settings.SECURE_HSTS_SECONDS}"

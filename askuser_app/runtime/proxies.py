@@ -2,9 +2,9 @@
 
 Every rule kept per client address asks ``client_address``: django-axes'
 login lockout (``AXES_CLIENT_IP_CALLABLE``, through ``for_request``), the caps
-on open sockets (``consumers``) and on parked waits (``longpoll``, and
-``/mcp``'s waits through it), and ``/healthz``'s loopback check
-(``edge.from_loopback``).
+on open sockets (``askuser_app/web/consumers.py``) and on parked waits
+(``askuser_app/agents/waits.py``, and ``/mcp``'s waits through it), and ``/healthz``'s loopback check
+(``askuser_app.server.edge.from_loopback``).
 
 With ``ASKUSER_TRUSTED_PROXIES`` empty, the default, the client is the peer:
 the address the connection comes from. A peer listed there is a proxy, and

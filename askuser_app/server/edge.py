@@ -1,11 +1,8 @@
-"""The front door of every HTTP request, and the one place an agent-facing
-refusal becomes a response.
+"""The front door of every HTTP request.
 
-``refusal(exc)`` turns any error an agent can meet (a bad token, a broken
-rule, a domain error, a body too large, too many waits, a bad host) into its
-status, JSON body and headers; the ninja handlers (``api``), the long-polls
-(``longpoll``) and ``/mcp`` (``mcp_server``) all answer with it, so the same
-refusal reads the same on every route.
+A bad host or a body too large is refused here with ``refuse`` from
+``askuser_app/agents/refusals.py``, the one place an agent-facing refusal
+becomes a response, so these refusals read as on every other route.
 
 ``FrontDoor`` wraps the HTTP router: it checks the host as Django does, bounds
 the body, and starts the process's background loops (``start_loops``).

@@ -12,7 +12,7 @@ Inbound arrives two ways that share one set of handlers:
   five minutes) before a byte of it is parsed;
 - over Socket Mode (with ``SLACK_APP_TOKEN``), where the app-level token
   authenticates the socket and nothing is signed: held by the server process
-  itself in the embedded mode (``chat.polling``), by ``manage.py chat_poll
+  itself in the embedded mode (``askuser_app/delivery/chats/polling.py``), by ``manage.py chat_poll
   slack`` in the scaled mode.
 
 Slack wants every request answered within 3 seconds. The core's calls take

@@ -7,7 +7,7 @@ with the keyboard removed. Inbound: ``POST /chat/telegram/webhook``, checked
 against ``X-Telegram-Bot-Api-Secret-Token`` before its body is read, or, where
 the server has no public URL (no ``TELEGRAM_WEBHOOK_SECRET``), ``poll``
 long-polling ``getUpdates``: in the server process itself in the embedded mode
-(``chat.polling``), in ``manage.py chat_poll telegram`` in the scaled mode.
+(``askuser_app/delivery/chats/polling.py``), in ``manage.py chat_poll telegram`` in the scaled mode.
 Both hand each update to ``handle``.
 """
 
@@ -267,7 +267,7 @@ class TelegramAdapter:
         return core.reply(sender, text)
 
     async def poll(self) -> None:
-        """Long-poll getUpdates until cancelled (``chat.polling``, ``manage.py chat_poll telegram``)."""
+        """Long-poll getUpdates until cancelled (``chats/polling.py``, ``manage.py chat_poll telegram``)."""
         offset: int | None = None
         pause = 1.0
         async with self.bot(polling=True) as bot:
