@@ -15,6 +15,9 @@
 
   var PANEL_COOKIE = "askuser_panel";
   var wide = window.matchMedia("(min-width: 641px)");
+  // How long a hook's new prompt ignores keys and clicks, counted while the page is seen (as
+  // browsers guard their own permission prompts): a key meant for something else never answers it.
+  var QUIET_MS = 1000;
 
   function panel() {
     var element = document.getElementById("prompt-panel");
@@ -145,7 +148,27 @@
 
   function focusStep(step) {
     var target = step.querySelector(".options input:checked") || step.querySelector(".options input");
+    // A hook's prompt (a permission) never puts the focus on an option the person did not choose
+    // (Space would tick Allow, Enter send it): the panel itself takes it, to be read and chosen in.
+    if (!step.querySelector(".options input:checked") && step.closest("[data-hook]")) target = step.closest(".panel");
     if (target) target.focus({ preventScroll: true });
+  }
+
+  // --- a hook's prompt: quiet for a moment after it appears ------------------------------------
+
+  function quiet(element) {
+    return element.hasAttribute("data-quiet");
+  }
+
+  function quieten(element) {
+    element.setAttribute("data-quiet", "");
+    function start() {
+      if (document.hidden) return;
+      document.removeEventListener("visibilitychange", start);
+      window.setTimeout(function () { element.removeAttribute("data-quiet"); }, QUIET_MS);
+    }
+    document.addEventListener("visibilitychange", start);
+    start();
   }
 
   function answered(step) {
@@ -195,11 +218,15 @@
 
   // --- collapse and expand -------------------------------------------------------------
 
-  function setCollapsed(element, collapsed, focus) {
+  function showCollapsed(element, collapsed) {
     element.classList.toggle("is-collapsed", collapsed);
     var bar = element.querySelector(".panel-bar");
     bar.setAttribute("aria-expanded", collapsed ? "false" : "true");
     element.querySelector("[data-toggle-label]").textContent = collapsed ? gettext("Show the question") : gettext("Hide the question");
+  }
+
+  function setCollapsed(element, collapsed, focus) {
+    showCollapsed(element, collapsed);
     document.cookie = PANEL_COOKIE + "=" + (collapsed ? "collapsed" : "expanded") + "; path=/; max-age=31536000; samesite=lax";
     if (collapsed && focus) {
       var composer = document.getElementById("composer-text");
@@ -237,6 +264,10 @@
     var element = panel() || activeCard();
     if (!element) return;
     var inPanel = element.contains(event.target);
+    if (element.hasAttribute("data-hook") && ignoredByHook(element, event, inPanel)) {
+      event.preventDefault();
+      return;
+    }
     if (event.key === "Escape" && !inInbox(element) && !element.classList.contains("is-collapsed") && (inPanel || !typing(event.target))) {
       event.preventDefault();
       setCollapsed(element, true, true);
@@ -265,9 +296,23 @@
     }
     if (event.key === "Enter" && event.target.tagName !== "BUTTON" && event.target.tagName !== "TEXTAREA") {
       event.preventDefault();
+      // A hook's prompt is sent by Enter only on what was chosen: the option itself, or words typed in Other.
+      if (element.hasAttribute("data-hook") && !chosenHere(event.target)) return;
       if (answered(step)) advance(element);
       else if (!wide.matches) submit(element, "answer");
     }
+  }
+
+  // A hook's prompt ignores what a key does to it while it is quiet, and a key held down since before
+  // (its repeats); keys typed into a field outside it stay the field's.
+  function ignoredByHook(element, event, inPanel) {
+    if (inInbox(element) || event.key === "Tab" || (!inPanel && typing(event.target))) return false;
+    return quiet(element) || (event.repeat && inPanel);
+  }
+
+  function chosenHere(target) {
+    if (target.classList.contains("other-input")) return target.value.trim() !== "";
+    return !!target.closest(".options") && target.checked;
   }
 
   function choose(element, step, input, byKey) {
@@ -280,12 +325,15 @@
     input.focus({ preventScroll: true });
     syncChecked(step);
     // In the inbox a key only picks (Enter sends): a wrong key among many prompts costs too much.
-    if (input.type === "radio" && byKey && !inInbox(element)) advanceSoon(element, step);
+    if (input.type === "radio" && byKey && !inInbox(element)) advanceSoon(element, step, true);
   }
 
-  function advanceSoon(element, step) {
-    // One single-select question: the choice is the answer, as a chat app's button.
+  function advanceSoon(element, step, byKey) {
+    // One single-select question: the choice is the answer, as a chat app's button; a hook's
+    // (a permission) only when clicked, never by one key.
     if (element.hasAttribute("data-answers-at-once")) return submit(element, "answer");
+    if (element.hasAttribute("data-answers-on-click") && !byKey) return submit(element, "answer");
+    if (element.hasAttribute("data-answers-on-click")) return;
     // A single-select choice moves on by itself, after a beat to see it.
     if (!wide.matches || Number(step.dataset.step) === steps(element).length) return;
     window.setTimeout(function () {
@@ -318,16 +366,26 @@
       }
       if (name === "next") advance(element);
     });
+    // While a hook's prompt is quiet, a click meant for what was there before does nothing in it.
+    element.addEventListener("click", function (event) {
+      if (quiet(element) && event.target.closest(".panel-form, .more-time")) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+      }
+    }, true);
     var pointed = false; // a choice made with the pointer (not the arrow keys) may advance
     element.addEventListener("pointerdown", function (event) {
-      pointed = !!event.target.closest(".option");
+      pointed = !quiet(element) && !!event.target.closest(".option");
+    });
+    element.addEventListener("keydown", function () {
+      pointed = false; // a press that ended elsewhere leaves no click behind for the arrow keys
     });
     element.addEventListener("change", function (event) {
       var step = event.target.closest(".step");
       if (!step) return;
       if (event.target.type === "radio") {
         step.querySelector(".other-input").value = "";
-        if (pointed) advanceSoon(element, step);
+        if (pointed) advanceSoon(element, step, false);
       }
       pointed = false;
       syncChecked(step);
@@ -344,14 +402,23 @@
       syncChecked(step);
     });
     tick();
+    if (element.hasAttribute("data-hook") && !inInbox(element)) quieten(element);
     if (isNew) announce(element.dataset.announce || "");
-    // Expanded on a wide screen the panel takes the composer's place, so focus
-    // follows it there; on a phone a person typing keeps their place.
+    if (isNew && element.hasAttribute("data-hook")) noteDraft(element);
+    // Expanded on a wide screen the panel takes the composer's place, so focus follows it
+    // there; a person typing keeps their place at any width (the panel came collapsed).
     // In the inbox a new card never takes the focus from the one the person is answering.
-    var typingOn = typing(document.activeElement) && !wide.matches;
-    if (isNew && !inInbox(element) && !element.classList.contains("is-collapsed") && !typingOn) {
+    if (isNew && !inInbox(element) && !element.classList.contains("is-collapsed") && !typing(document.activeElement)) {
       focusStep(currentStep(element));
     }
+  }
+
+  // A panel arriving while the person types in a field comes as its bar, so that on a wide
+  // screen it does not take the composer's place (and the focus with it); their choice of
+  // expanded or collapsed (the cookie) is kept for the next.
+  function arriveQuietly(incoming) {
+    if (incoming.hidden || !wide.matches || !typing(document.activeElement)) return;
+    showCollapsed(incoming, true);
   }
 
   // --- the screen reader's announcement ------------------------------------------------------
@@ -372,9 +439,13 @@
   // the focus would fall to the page's body: it goes back to the composer.
   var focusInClosingPanel = false;
 
-  function noteFocusBeforeClosing(target, incoming) {
+  function incomingPanel(incoming) {
     // htmx hands over the new markup as the element or in a fragment.
-    var next = incoming.id === "prompt-panel" ? incoming : incoming.querySelector && incoming.querySelector("#prompt-panel");
+    return incoming.id === "prompt-panel" ? incoming : incoming.querySelector && incoming.querySelector("#prompt-panel");
+  }
+
+  function noteFocusBeforeClosing(target, incoming) {
+    var next = incomingPanel(incoming);
     var focused = document.activeElement;
     var lost = !focused || focused === document.body || target.contains(focused);
     focusInClosingPanel = !!next && next.hidden && !target.hidden && lost;
@@ -401,10 +472,12 @@
     text.addEventListener("keydown", function (event) {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
+        if (heldForHook(text, event)) return;
         if (text.value.trim()) form.requestSubmit ? form.requestSubmit() : form.submit();
       }
     });
     text.addEventListener("input", function () {
+      if (!text.value.trim()) delete text.dataset.draftBefore;
       text.style.height = "auto";
       text.style.height = text.scrollHeight + "px";
     });
@@ -414,6 +487,34 @@
         text.style.height = "auto";
       }
     });
+  }
+
+  // While a hook's prompt waits, what is typed into the composer is read as the answer to it.
+  // Words begun (or a composer focused) before it appeared were meant for something else: Enter
+  // keeps them and says so, and a second Enter sends them. An Enter while the prompt is quiet,
+  // or one held down, sends nothing.
+  function noteDraft(element) {
+    var text = document.getElementById("composer-text");
+    if (text && (text.value.trim() || document.activeElement === text)) text.dataset.draftBefore = element.dataset.promptId;
+  }
+
+  function heldForHook(text, event) {
+    var shown = panel();
+    if (!shown || !shown.hasAttribute("data-hook")) return false;
+    var begunBefore = text.dataset.draftBefore === shown.dataset.promptId;
+    if (!begunBefore && !quiet(shown) && !event.repeat) return false;
+    if (!event.repeat) delete text.dataset.draftBefore;
+    var notice = document.getElementById("composer-error");
+    if (notice) notice.dataset.heldForHook = "1";
+    if (notice) notice.textContent = gettext("A question arrived while you were typing: this text would answer it. Press Enter again to send it as your answer.");
+    return true;
+  }
+
+  function forgetHeldText() {
+    var notice = document.getElementById("composer-error");
+    if (!notice || !notice.dataset.heldForHook) return;
+    delete notice.dataset.heldForHook;
+    notice.textContent = "";
   }
 
   function updateComposer() {
@@ -494,11 +595,14 @@
       }
       return;
     }
-    if (target.id === "prompt-panel") noteFocusBeforeClosing(target, incoming);
-    if (target.id === "prompt-panel" && incoming.id === "prompt-panel") {
+    if (target.id === "prompt-panel") {
+      noteFocusBeforeClosing(target, incoming);
+      var next = incomingPanel(incoming);
+      if (!next) return;
       // The same prompt again (a resync): keep what the user has chosen so far.
-      var same = !target.hidden && target.dataset.promptId && target.dataset.promptId === incoming.dataset.promptId;
+      var same = !target.hidden && target.dataset.promptId && target.dataset.promptId === next.dataset.promptId;
       if (same) event.detail.shouldSwap = false;
+      else arriveQuietly(next);
       return;
     }
     if (target.id === "timeline-items" && incoming.id !== "timeline-items") {
@@ -514,6 +618,7 @@
     tick(); // a countdown swapped in (More time) shows its new time at once
     if (event.detail.target.id === "timeline-items") followEnd();
     updateComposer();
+    if (!panel()) forgetHeldText();
     if (focusInClosingPanel && !panel()) panelClosed();
   });
 

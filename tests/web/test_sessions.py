@@ -111,6 +111,19 @@ def test_the_title_names_the_session_in_the_list_and_on_its_page(agent, browser)
     assert 'class="crumb"' in session_page and "billing-service <span" in session_page
 
 
+def test_a_hooks_prompt_is_marked_as_one_and_never_answered_by_one_key(agent, browser):
+    asked = services.ask(agent, contract.parse_create(payload(session="cc-hook")), hook_event="PermissionRequest")
+    ask(agent, session="plain")
+
+    hook_page = browser.get("/s/cc-hook/").content.decode()
+    plain_page = browser.get("/s/plain/").content.decode()
+
+    assert asked.prompt.hook_event == "PermissionRequest"
+    assert 'data-hook="PermissionRequest"' in hook_page
+    assert "data-answers-on-click" in hook_page and "data-answers-at-once" not in hook_page
+    assert "data-hook" not in plain_page and "data-answers-at-once" in plain_page
+
+
 def test_a_session_idle_for_a_day_with_nothing_pending_leaves_the_list(agent, browser):
     services.post_agent_message(agent, "ended-yesterday", "Done, bye.")
     idle("ended-yesterday", days=2)
