@@ -237,6 +237,13 @@ PRIVATE_HOSTS = [
     ("224.0.0.1", "224.0.0.1"),
     ("LOCALHOST.", "127.0.0.1"),
     ("127.0.0.1.", "127.0.0.1"),
+    # IPv6 addresses a relay or translator turns into a private IPv4 one: 6to4, Teredo, NAT64.
+    ("[2002:7f00:1::]", "2002:7f00:1::"),
+    ("[2002:a00:1:1::1]", "2002:a00:1:1::1"),
+    ("[2002:c0a8:114::]", "2002:c0a8:114::"),
+    ("[2001:0:4136:e378:8000:63bf:f5ff:fffe]", "2001:0:4136:e378:8000:63bf:f5ff:fffe"),
+    ("[64:ff9b::7f00:1]", "64:ff9b::7f00:1"),
+    ("[64:ff9b::a9fe:a9fe]", "64:ff9b::a9fe:a9fe"),
 ]
 
 
@@ -254,7 +261,16 @@ def test_a_callback_url_naming_a_private_address_is_refused_at_create_time(api, 
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["https://agent.example.com/hook", "http://8.8.8.8/hook", "http://[2606:4700::1]/h"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://agent.example.com/hook",
+        "http://8.8.8.8/hook",
+        "http://[2606:4700::1]/h",
+        "http://[2002:808:808::1]/h",  # 6to4 of a public address
+        "http://[64:ff9b::808:808]/h",  # NAT64 of a public address, as DNS64 answers on an IPv6-only host
+    ],
+)
 def test_a_callback_url_naming_a_public_host_is_accepted(api, url):
     assert api.ask(payload(callback_url=url)).status_code == 201
 
