@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import httpx
 import pytest
+from asgiref.sync import async_to_sync
 from django.test import RequestFactory
 
 from askuser_app.runtime import proxies
@@ -90,3 +92,53 @@ def test_a_trusted_proxy_that_is_no_address_stops_the_server_with_its_name(tmp_p
 
     assert output.returncode != 0
     assert "ASKUSER_TRUSTED_PROXIES: 'proxy.internal' is not an address or a network" in output.stderr
+
+
+# --- the scheme a proxy reports ---------------------------------------------------------------
+
+
+@pytest.fixture
+def behind_tls(settings):
+    """ASKUSER_HTTPS=1's settings, with one trusted proxy."""
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.SECURE_HSTS_SECONDS = 3600
+    settings.ASKUSER_TRUSTED_PROXIES = [PROXY]
+    return settings
+
+
+def get_from(peer: str, path: str, headers: dict[str, str]) -> httpx.Response:
+    """A request through the application production serves, from ``peer``."""
+    from controlui.asgi import application
+
+    async def get() -> httpx.Response:
+        transport = httpx.ASGITransport(app=application, client=(peer, 40000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://askuser.example") as client:
+            return await client.get(path, headers=headers)
+
+    return async_to_sync(get)()
+
+
+@pytest.mark.django_db(transaction=True)  # Django's handler runs: it closes its connection
+@pytest.mark.parametrize("header", ["X-Forwarded-Proto", "X-Forwarded_Proto"])
+def test_a_client_that_says_it_came_over_https_is_not_believed_unless_a_trusted_proxy_says_so(behind_tls, header):
+    behind_tls.ALLOWED_HOSTS = ["askuser.example"]
+
+    claimed = get_from("203.0.113.7", "/login/", {header: "https"})
+    relayed = get_from(PROXY, "/login/", {"X-Forwarded-Proto": "https"})
+
+    assert claimed.status_code == 301 and claimed.headers["location"] == "https://askuser.example/login/"
+    assert "strict-transport-security" not in claimed.headers
+    assert relayed.status_code == 200 and relayed.headers["strict-transport-security"].startswith("max-age=3600")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_route_in_front_of_django_believes_only_a_trusted_proxy_too(behind_tls):
+    behind_tls.ALLOWED_HOSTS = ["askuser.example"]
+    wait = "/api/v1/prompts/00000000-0000-0000-0000-000000000000?wait=1"  # the long-poll's own 401
+
+    claimed = get_from("203.0.113.7", wait, {"X-Forwarded-Proto": "https"})
+    relayed = get_from(PROXY, wait, {"X-Forwarded-Proto": "https"})
+
+    assert "strict-transport-security" not in claimed.headers
+    assert relayed.status_code == 401 and "strict-transport-security" in relayed.headers
