@@ -7,10 +7,10 @@ import sys
 
 import httpx
 import pytest
-from asgiref.sync import async_to_sync
 from django.test import RequestFactory
 
 from askuser_app.runtime import proxies
+from tests.servers import DaphneServer
 
 PROXY = "10.0.0.1"
 
@@ -96,49 +96,48 @@ def test_a_trusted_proxy_that_is_no_address_stops_the_server_with_its_name(tmp_p
 
 # --- the scheme a proxy reports ---------------------------------------------------------------
 
-
-@pytest.fixture
-def behind_tls(settings):
-    """ASKUSER_HTTPS=1's settings, with one trusted proxy."""
-    settings.SECURE_SSL_REDIRECT = True
-    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    settings.SECURE_HSTS_SECONDS = 3600
-    settings.ASKUSER_TRUSTED_PROXIES = [PROXY]
-    return settings
+TLS_PROXY = "127.0.0.1"  # the trusted proxy; the client claiming TLS comes from 127.0.0.2
+WAIT = "/api/v1/prompts/00000000-0000-0000-0000-000000000000?wait=1"  # the long-poll's own 401
 
 
-def get_from(peer: str, path: str, headers: dict[str, str]) -> httpx.Response:
-    """A request through the application production serves, from ``peer``."""
-    from controlui.asgi import application
+class BehindTls(DaphneServer):
+    """Daphne with ``ASKUSER_HTTPS=1``: ready once it serves its trusted proxy's https request."""
 
-    async def get() -> httpx.Response:
-        transport = httpx.ASGITransport(app=application, client=(peer, 40000))
-        async with httpx.AsyncClient(transport=transport, base_url="http://askuser.example") as client:
-            return await client.get(path, headers=headers)
-
-    return async_to_sync(get)()
-
-
-@pytest.mark.django_db(transaction=True)  # Django's handler runs: it closes its connection
-@pytest.mark.parametrize("header", ["X-Forwarded-Proto", "X-Forwarded_Proto"])
-def test_a_client_that_says_it_came_over_https_is_not_believed_unless_a_trusted_proxy_says_so(behind_tls, header):
-    behind_tls.ALLOWED_HOSTS = ["askuser.example"]
-
-    claimed = get_from("203.0.113.7", "/login/", {header: "https"})
-    relayed = get_from(PROXY, "/login/", {"X-Forwarded-Proto": "https"})
-
-    assert claimed.status_code == 301 and claimed.headers["location"] == "https://askuser.example/login/"
-    assert "strict-transport-security" not in claimed.headers
-    assert relayed.status_code == 200 and relayed.headers["strict-transport-security"].startswith("max-age=3600")
+    def wait_ready(self, within: float = 30.0) -> None:
+        try:
+            ready = httpx.get(f"{self.url}/api/v1/tool", headers={"X-Forwarded-Proto": "https"}, timeout=within)
+            if ready.status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        raise RuntimeError(f"Daphne on {self.port} did not start:\n{self.output()}")
 
 
+@pytest.fixture(scope="module")
+def behind_tls(server_env):
+    daphne = BehindTls({**server_env, "ASKUSER_HTTPS": "1", "ASKUSER_TRUSTED_PROXIES": TLS_PROXY}).start()
+    yield daphne
+    daphne.stop()
+
+
+def get_from(server: DaphneServer, source: str, path: str, header: str = "X-Forwarded-Proto") -> httpx.Response:
+    transport = httpx.HTTPTransport(local_address=source)
+    with httpx.Client(transport=transport, base_url=server.url) as client:
+        return client.get(path, headers={header: "https"})
+
+
+@pytest.mark.live
 @pytest.mark.django_db(transaction=True)
-def test_a_route_in_front_of_django_believes_only_a_trusted_proxy_too(behind_tls):
-    behind_tls.ALLOWED_HOSTS = ["askuser.example"]
-    wait = "/api/v1/prompts/00000000-0000-0000-0000-000000000000?wait=1"  # the long-poll's own 401
+def test_a_client_that_says_it_came_over_https_is_believed_only_from_a_trusted_proxy(behind_tls):
+    claimed = get_from(behind_tls, "127.0.0.2", "/login/")
+    spelled_otherwise = get_from(behind_tls, "127.0.0.2", "/login/", "X-Forwarded_Proto")
+    claimed_wait = get_from(behind_tls, "127.0.0.2", WAIT)
+    relayed = get_from(behind_tls, TLS_PROXY, "/login/")
+    relayed_wait = get_from(behind_tls, TLS_PROXY, WAIT)
 
-    claimed = get_from("203.0.113.7", wait, {"X-Forwarded-Proto": "https"})
-    relayed = get_from(PROXY, wait, {"X-Forwarded-Proto": "https"})
-
-    assert "strict-transport-security" not in claimed.headers
-    assert relayed.status_code == 401 and "strict-transport-security" in relayed.headers
+    for plain in (claimed, spelled_otherwise):  # plain HTTP: redirected, no HSTS
+        assert plain.status_code == 301 and plain.headers["location"] == f"https://127.0.0.1:{behind_tls.port}/login/"
+        assert "strict-transport-security" not in plain.headers
+    assert "strict-transport-security" not in claimed_wait.headers  # a route in front of Django alike
+    assert relayed.status_code == 200 and "strict-transport-security" in relayed.headers
+    assert relayed_wait.status_code == 401 and "strict-transport-security" in relayed_wait.headers
