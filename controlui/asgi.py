@@ -13,18 +13,22 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.sessions import CookieMiddleware  # noqa: E402
 
 from askuser_app.runtime.origins import SameOriginValidator  # noqa: E402
+from askuser_app.runtime.proxies import SchemeFromProxies  # noqa: E402
 from askuser_app.server import edge, routing  # noqa: E402
 from askuser_app.server.startup import prepare_to_serve  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        # Django's handler types receive and send with Mapping, the front door with dict.
-        "http": edge.FrontDoor(URLRouter(routing.http_urlpatterns(django_asgi_app))),  # type: ignore[arg-type]
-        # Cookies only: the consumer reads the login with the session it follows,
-        # in one database call (askuser_app/web/socketauth.py).
-        "websocket": SameOriginValidator(CookieMiddleware(URLRouter(routing.websocket_urlpatterns))),
-        "lifespan": edge.lifespan,
-    }
+# The proxy's scheme header is believed from a trusted proxy only (askuser_app/runtime/proxies.py).
+application = SchemeFromProxies(
+    ProtocolTypeRouter(
+        {
+            # Django's handler types receive and send with Mapping, the front door with dict.
+            "http": edge.FrontDoor(URLRouter(routing.http_urlpatterns(django_asgi_app))),  # type: ignore[arg-type]
+            # Cookies only: the consumer reads the login with the session it follows,
+            # in one database call (askuser_app/web/socketauth.py).
+            "websocket": SameOriginValidator(CookieMiddleware(URLRouter(routing.websocket_urlpatterns))),
+            "lifespan": edge.lifespan,
+        }
+    )
 )
 
 # Loaded now, not by the first requests, and then kept out of the collector's passes.

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import httpx
 
 from askuser_app.domain.addresses import (
-    DEFAULT_PORTS,
     Address,
     Rules,
+    Target,
     Unusable,
     allowed,
     allowed_by_name,
@@ -50,18 +50,23 @@ class Pinned:
     extensions: dict[str, str]
 
 
-async def pin(url: str, rules: Rules) -> Pinned:
-    """Resolve ``url``'s host and check every address; raise Refused, or OSError when it does not resolve."""
+def readable(url: str, rules: Rules) -> Target:
+    """``url`` as it is checked and sent to (``addresses.checked``), or Refused, saying why."""
     try:
-        target = checked(url, rules)
+        return checked(url, rules)
     except Unusable as unusable:
         if unusable.address is not None:
             raise _private(rules, unusable.address) from unusable
         raise Refused(f"refused: {rules.what} {unusable}") from unusable
-    host = target.raw_host.decode("ascii")
-    address = await _checked_address(host, target.port or DEFAULT_PORTS[target.scheme], rules)
-    extensions = {"sni_hostname": host.rstrip(".")} if target.scheme == "https" else {}
-    return Pinned(target.copy_with(host=str(address)), target.netloc.decode("ascii"), extensions)
+
+
+async def pin(url: str, rules: Rules) -> Pinned:
+    """Resolve ``url``'s host and check every address; raise Refused, or OSError when it does not resolve."""
+    target = readable(url, rules)
+    host, sent = target.host, target.url
+    address = await _checked_address(host, target.port, rules)
+    extensions = {"sni_hostname": host.rstrip(".")} if sent.scheme == "https" else {}
+    return Pinned(sent.copy_with(host=str(address)), sent.netloc.decode("ascii"), extensions)
 
 
 async def _checked_address(host: str, port: int, rules: Rules) -> Address:

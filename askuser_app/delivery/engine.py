@@ -220,10 +220,21 @@ def _claim(slots: int, busy: Busy) -> tuple[list[Claim], bool]:
         take = min(share - busy.owners[owner], room - len(claimed))
         for kind, row in _turns(now, owner, kinds, take, busy, full) if take > 0 else []:
             taken_up = True
-            claim = kind.claim(row, now, lease_end(kind, now))
+            claim = _claimed(kind, row, now)
             if claim is not None:
                 claimed.append(claim)
     return claimed, taken_up
+
+
+def _claimed(kind: Kind, row: Any, now: datetime) -> Claim | None:
+    """``kind.claim``; a row it fails on (a bug, a row no code expects) is logged and waits out a
+    lease, so that it neither stops the turn nor comes first again at once: the others go on."""
+    try:
+        return kind.claim(row, now, lease_end(kind, now))
+    except Exception:
+        log.exception("Claiming %s row %s failed; the others go on.", kind.name, row.pk)
+        kind.rows().filter(pk=row.pk).update(next_attempt_at=lease_end(kind, now))
+        return None
 
 
 def lease_end(kind: Kind, now: datetime) -> datetime:
@@ -387,7 +398,10 @@ async def _tidy() -> None:
     if time.monotonic() - _tidied_at > TIDY_EVERY:
         _tidied_at = time.monotonic()
         for kind in KINDS:
-            await database_call(kind.tidy)()
+            try:
+                await database_call(kind.tidy)()
+            except Exception:
+                log.exception("Tidying %s failed; the other kinds are tidied all the same.", kind.name)
 
 
 loop = Loop("Delivering", _turn, recheck=RECHECK)

@@ -26,7 +26,6 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -53,8 +52,9 @@ def attempts_allowed() -> int:
 
 
 def host_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    """Its host:port as the sender reads it; a URL it cannot read is recorded all the same, and
+    its one attempt refused (``addresses.host_key``): the resolution never fails for it."""
+    return addresses.host_key(url)
 
 
 def timeouts() -> httpx.Timeout:

@@ -141,7 +141,7 @@ def _callback_url(url: str) -> str:
                 "set ASKUSER_WEBHOOK_ALLOW_PRIVATE=1 on the server to allow it"
             ) from None
         raise invalid(_CALLBACK_FLAWS[unusable.flaw]) from None
-    if target.fragment:
+    if target.url.fragment:
         raise invalid("must not have a #fragment")
     return url
 

@@ -615,15 +615,19 @@ def _expire(prompt: Prompt) -> Prompt:
     return _no_answer(prompt, Reason.EXPIRED, PromptEvent.Kind.EXPIRED, actor="system", surface="", overdue=True)
 
 
-def expire_due() -> int:
-    """Expire every overdue pending prompt; safe to run in several processes at once."""
+def expire_due(now: datetime | None = None) -> int:
+    """Expire every pending prompt overdue at ``now``; safe to run in several processes at once.
+    One that cannot be expired (a bug, a row no code expects) is logged and left for the next
+    turn: the others are expired all the same."""
     count = 0
-    for prompt in Prompt.objects.filter(status=PENDING, expires_at__lte=timezone.now()):
+    for prompt in Prompt.objects.filter(status=PENDING, expires_at__lte=now or timezone.now()):
         try:
             _expire(prompt)
             count += 1
         except Conflict:  # resolved meanwhile, or its deadline moved (More time): not due
             pass
+        except Exception:
+            log.exception("Expiring prompt %s failed; the other prompts are expired all the same.", prompt.pk)
     return count
 
 
@@ -726,8 +730,12 @@ def _extend_once(current: Prompt, by: User | None, surface: str) -> Extended | N
     return extended
 
 
-def next_deadline() -> datetime | None:
-    at: datetime | None = Prompt.objects.filter(status=PENDING).aggregate(at=Min("expires_at"))["at"]
+def next_deadline(after: datetime | None = None) -> datetime | None:
+    """The first pending prompt's deadline (only of those not yet due at ``after``, when given)."""
+    pending = Prompt.objects.filter(status=PENDING)
+    if after is not None:
+        pending = pending.filter(expires_at__gt=after)
+    at: datetime | None = pending.aggregate(at=Min("expires_at"))["at"]
     return at
 
 

@@ -8,7 +8,10 @@ def name_hosts_of_pending_deliveries(apps, schema_editor):
     WebhookDelivery = apps.get_model("askuser_app", "WebhookDelivery")
     for delivery in WebhookDelivery.objects.filter(status="pending", host=""):
         parts = urlsplit(delivery.url)
-        delivery.host = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+        try:
+            delivery.host = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+        except ValueError:  # a port such as "+80": never sent to (``addresses.UNUSABLE_HOST``)
+            delivery.host = "unusable"
         delivery.save(update_fields=["host"])
 
 

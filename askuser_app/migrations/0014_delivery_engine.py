@@ -46,7 +46,10 @@ def permissions_go_back(apps, schema_editor):
 def _push_host(endpoint):
     # As the push adapter names a push service's host (``notifiers/push/adapter.host_of``).
     parts = urlsplit(endpoint)
-    return f"{parts.hostname}:{parts.port or 443}"
+    try:
+        return f"{parts.hostname}:{parts.port or 443}"
+    except ValueError:  # a port such as "+443": never pushed to (``addresses.UNUSABLE_HOST``)
+        return "unusable"
 
 
 def owners_and_hosts(apps, schema_editor):

@@ -20,6 +20,11 @@ proxy, never against an address nobody had.
 
 Daphne's ``--proxy-headers`` takes the leftmost entry instead, which any
 client chooses: askuser runs without it.
+
+The scheme a proxy reports (``X-Forwarded-Proto``, Django's
+``SECURE_PROXY_SSL_HEADER`` with ``ASKUSER_HTTPS=1``) is believed from a
+trusted proxy only: Django would take it from any peer, so ``SchemeFromProxies``
+takes it out of every other request before Django or a route reads it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from askuser_app.domain.addresses import Address, unmapped
+from askuser_app.runtime.http import App, Receive, Scope, Send
 
 FORWARDED_FOR = b"x-forwarded-for"
 
@@ -92,3 +98,24 @@ def _parsed(entry: str) -> Address | None:
     if isinstance(address, ipaddress.IPv6Address) and address.scope_id is not None:
         return None
     return unmapped(address)
+
+
+class SchemeFromProxies:
+    """The proxy's scheme header (``SECURE_PROXY_SSL_HEADER``) only from a peer in
+    ``ASKUSER_TRUSTED_PROXIES``: from any other it is dropped, so a request over plain HTTP
+    is plain HTTP (redirected, no HSTS, its origin ``http://``) whatever it says of itself."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        header = settings.SECURE_PROXY_SSL_HEADER
+        if header and scope["type"] in ("http", "websocket") and not peer_is_trusted(scope):
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if not _names(header[0], k)]}
+        await self.app(scope, receive, send)
+
+
+def _names(meta_key: str, name: bytes) -> bool:
+    """Whether a header ``name`` reaches Django as ``meta_key`` (``HTTP_X_FORWARDED_PROTO``):
+    its hyphenated and its underscored spellings both do."""
+    return "HTTP_" + name.decode("latin-1").upper().replace("-", "_") == meta_key

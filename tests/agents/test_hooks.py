@@ -328,18 +328,28 @@ async def test_an_agent_name_that_is_not_text_is_refused_and_nothing_is_written(
 # --- answered by email ---------------------------------------------------------------------------
 
 
-async def test_an_email_one_tap_link_allows_the_permission(owner, token):
+async def test_a_permissions_mail_links_to_its_page_and_no_mailed_link_allows_it(owner, token):
     owner.email = "alice@example.com"
     await database_call(owner.save)(update_fields=["email"])
+    await database_call(prefs.choose_email_after)(owner, 60)
     calling = post_hook(token, BASH)
     prompt = await asked_prompt()
 
-    link = mails.link_url(mails.make_token(prompt.pk, owner, 0))  # the first button: Allow
-    confirmed = await database_call(lambda: Client().post(link, {"action": "answer"}))()
+    mail = await database_call(mails.compose)(prompt.pk, owner.email)
+    assert mail is not None
+    [(html, _mime)] = mail.message.alternatives
+    more_time = mails.link_url(mails.make_token(prompt.pk, owner))
+    for text in (str(mail.message.body), str(html)):
+        assert "/chat/email/" not in text.replace(more_time, "")  # no link names an option
+        assert core.prompt_url(prompt.pk) in text and "Answer in askuser" in text
+    # A link to an option, as mails made one before: it shows the page and allows nothing.
+    old_link = mails.link_url(mails.make_token(prompt.pk, owner, 0))
+    shown = await database_call(lambda: Client().get(old_link))()
+    confirmed = await database_call(lambda: Client().post(old_link, {"action": "answer"}))()
 
-    assert confirmed.status_code == 200
-    assert (await asyncio.wait_for(calling, DEADLINE)).json() == {
-        "hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}
-    }
-    result = (await database_call(Prompt.objects.get)(pk=prompt.pk)).result
-    assert (result["surface"], result["resolved_by"]) == ("email", "alice")
+    assert shown.status_code == 200 and "Answer in askuser" in shown.content.decode()
+    assert "Your choice" not in shown.content.decode()
+    assert confirmed.status_code == 400
+    assert (await database_call(Prompt.objects.get)(pk=prompt.pk)).is_pending
+    await answer(prompt, {hooks.QUESTION_ID: [hooks.DENY]}, by=owner)
+    assert (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"]["behavior"] == "deny"

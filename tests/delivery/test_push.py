@@ -41,7 +41,7 @@ from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
 from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
-from tests.conftest import EXTRAS, QUESTION, payload, until_async
+from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
 from tests.servers import serve_in_thread
 
 DEADLINE = 10
@@ -465,6 +465,28 @@ async def test_a_device_stored_with_an_endpoint_the_sender_cannot_read_fails_at_
     assert tries == ["refused: the push endpoint is not a URL the server can send to"]
 
 
+@pytest.mark.django_db(transaction=True)
+async def test_a_device_stored_with_a_port_in_other_digits_fails_and_its_owner_still_asks(
+    push_service, agent, owner, token
+):
+    """An endpoint stored before its port was read as ASCII digits: every create of its owner is
+    made, the other device gets its push, and this one's delivery fails at once, saying why."""
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    await database_call(subscribed)(owner, Browser("https://push.example:+443/push/old"))
+
+    created = await asgi_request("POST", "/api/v1/prompts", json=payload(), headers=auth(token))
+
+    assert created.status_code == 201
+    engine.ensure_running()
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["type"] == "prompt"
+    prompt = await database_call(Prompt.objects.get)(pk=created.json()["id"])
+    failed = await row_of(prompt, "failed")
+    assert failed.host == "unusable"
+    assert failed.last_error == "refused: the push endpoint is not a URL the server can send to"
+
+
 @pytest.fixture
 def rebinding(monkeypatch) -> list[str]:
     """A name service where REBINDING answers 127.0.0.1 first and 127.0.0.2 afterwards (DNS
@@ -598,6 +620,8 @@ def _keys(**changes: Any) -> dict[str, Any]:
         ({**_keys(), "endpoint": "https://127.0.0.1%2e/x"}, "plain https address"),
         ({**_keys(), "endpoint": "https://user:pw@push.example/x"}, "plain https address"),
         ({**_keys(), "endpoint": "https://8.8.8.8:22/x"}, "plain https address"),
+        ({**_keys(), "endpoint": "https://push.example:+443/x"}, "valid https address"),
+        ({**_keys(), "endpoint": "https://push.example:٤٤٣/x"}, "valid https address"),
         ({**_keys(), "endpoint": "https://x.example/" + "a" * 2100}, "endpoint"),
         ({"endpoint": "https://fcm.googleapis.com/x"}, "no keys"),
         (_keys(p256dh=None), "no p256dh"),

@@ -15,7 +15,7 @@ from askuser_app.delivery import egress, engine
 from askuser_app.domain import addresses, contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 from askuser_app.runtime.asyncdb import database_call
-from tests.conftest import DEADLINE, auth, payload, until_async, until_sync
+from tests.conftest import DEADLINE, asgi_request, ask_async, auth, payload, until_async, until_sync
 from tests.servers import DaphneServer
 from tests.webhookfake import (
     ATTEMPT_TIMEOUT,
@@ -199,6 +199,12 @@ def test_a_prompt_without_a_callback_url_records_no_delivery(api, owner):
         ("https://agent.example.com/a hook", "must be a URL without spaces"),
         ("https://agent.example.com:port/hook", "must be a valid http:// or https:// URL"),
         ("https://agent.example.com:99999/hook", "must be a valid http:// or https:// URL"),
+        # Ports httpx reads as 80 with int() (and urllib refuses): ASCII digits only.
+        ("http://agent.example.com:+80/hook", "must be a valid http:// or https:// URL"),
+        ("http://agent.example.com:8_0/hook", "must be a valid http:// or https:// URL"),
+        ("http://agent.example.com:٨٠/hook", "must be a valid http:// or https:// URL"),
+        ("http://agent.example.com:８０/hook", "must be a valid http:// or https:// URL"),
+        ("http://agent.example.com:0/hook", "must be a valid http:// or https:// URL"),
         ("http://①②⑦.0.0.1/hook", "must be a valid http:// or https:// URL"),  # the sender's parser refuses it
         ("https://127.0.0.1%2e/hook", "must name its host in letters, digits, hyphens and dots"),
         ("https://agent.example.com/" + "h" * 2048, "must be at most 2048 characters"),
@@ -231,6 +237,13 @@ PRIVATE_HOSTS = [
     ("224.0.0.1", "224.0.0.1"),
     ("LOCALHOST.", "127.0.0.1"),
     ("127.0.0.1.", "127.0.0.1"),
+    # IPv6 addresses a relay or translator turns into a private IPv4 one: 6to4, Teredo, NAT64.
+    ("[2002:7f00:1::]", "2002:7f00:1::"),
+    ("[2002:a00:1:1::1]", "2002:a00:1:1::1"),
+    ("[2002:c0a8:114::]", "2002:c0a8:114::"),
+    ("[2001:0:4136:e378:8000:63bf:f5ff:fffe]", "2001:0:4136:e378:8000:63bf:f5ff:fffe"),
+    ("[64:ff9b::7f00:1]", "64:ff9b::7f00:1"),
+    ("[64:ff9b::a9fe:a9fe]", "64:ff9b::a9fe:a9fe"),
 ]
 
 
@@ -248,7 +261,16 @@ def test_a_callback_url_naming_a_private_address_is_refused_at_create_time(api, 
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["https://agent.example.com/hook", "http://8.8.8.8/hook", "http://[2606:4700::1]/h"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://agent.example.com/hook",
+        "http://8.8.8.8/hook",
+        "http://[2606:4700::1]/h",
+        "http://[2002:808:808::1]/h",  # 6to4 of a public address
+        "http://[64:ff9b::808:808]/h",  # NAT64 of a public address, as DNS64 answers on an IPv6-only host
+    ],
+)
 def test_a_callback_url_naming_a_public_host_is_accepted(api, url):
     assert api.ask(payload(callback_url=url)).status_code == 201
 
@@ -314,6 +336,25 @@ async def test_a_callback_url_the_sender_cannot_parse_is_a_recorded_failed_attem
     engine.ensure_running()
     delivery = await until_async(lambda: delivery_of(prompt_id) if finished(prompt_id)() else None)
 
+    [attempt] = await database_call(list)(delivery.attempts.all())
+    assert delivery.status == "failed" and attempt.status_code is None
+    assert attempt.error == "refused: callback_url is not a URL the server can send to"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("port", ["+80", "8_0", "٨٠"])
+async def test_a_prompt_stored_with_such_a_port_is_cancelled_and_its_delivery_refused_once(agent, token, port):
+    """A callback_url stored before its port was read as ASCII digits: the cancel is made, and the
+    delivery fails at once, saying why, without sending anything."""
+    prompt = await ask_async(agent, callback_url="https://agent.example.com/hook")
+    stored = f"http://agent.example.com:{port}/hook"
+    await database_call(Prompt.objects.filter(pk=prompt.pk).update)(callback_url=stored)
+
+    cancelled = await asgi_request("POST", f"/api/v1/prompts/{prompt.pk}/cancel", headers=auth(token))
+
+    assert cancelled.status_code == 200 and cancelled.json()["reason"] == "cancelled"
+    engine.ensure_running()
+    delivery = await until_async(lambda: delivery_of(prompt.pk) if finished(prompt.pk)() else None)
     [attempt] = await database_call(list)(delivery.attempts.all())
     assert delivery.status == "failed" and attempt.status_code is None
     assert attempt.error == "refused: callback_url is not a URL the server can send to"

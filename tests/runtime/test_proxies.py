@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import httpx
 import pytest
 from django.test import RequestFactory
 
 from askuser_app.runtime import proxies
+from tests.servers import DaphneServer
 
 PROXY = "10.0.0.1"
 
@@ -90,3 +92,52 @@ def test_a_trusted_proxy_that_is_no_address_stops_the_server_with_its_name(tmp_p
 
     assert output.returncode != 0
     assert "ASKUSER_TRUSTED_PROXIES: 'proxy.internal' is not an address or a network" in output.stderr
+
+
+# --- the scheme a proxy reports ---------------------------------------------------------------
+
+TLS_PROXY = "127.0.0.1"  # the trusted proxy; the client claiming TLS comes from 127.0.0.2
+WAIT = "/api/v1/prompts/00000000-0000-0000-0000-000000000000?wait=1"  # the long-poll's own 401
+
+
+class BehindTls(DaphneServer):
+    """Daphne with ``ASKUSER_HTTPS=1``: ready once it serves its trusted proxy's https request."""
+
+    def wait_ready(self, within: float = 30.0) -> None:
+        try:
+            ready = httpx.get(f"{self.url}/api/v1/tool", headers={"X-Forwarded-Proto": "https"}, timeout=within)
+            if ready.status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        raise RuntimeError(f"Daphne on {self.port} did not start:\n{self.output()}")
+
+
+@pytest.fixture(scope="module")
+def behind_tls(server_env):
+    daphne = BehindTls({**server_env, "ASKUSER_HTTPS": "1", "ASKUSER_TRUSTED_PROXIES": TLS_PROXY}).start()
+    yield daphne
+    daphne.stop()
+
+
+def get_from(server: DaphneServer, source: str, path: str, header: str = "X-Forwarded-Proto") -> httpx.Response:
+    transport = httpx.HTTPTransport(local_address=source)
+    with httpx.Client(transport=transport, base_url=server.url) as client:
+        return client.get(path, headers={header: "https"})
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_a_client_that_says_it_came_over_https_is_believed_only_from_a_trusted_proxy(behind_tls):
+    claimed = get_from(behind_tls, "127.0.0.2", "/login/")
+    spelled_otherwise = get_from(behind_tls, "127.0.0.2", "/login/", "X-Forwarded_Proto")
+    claimed_wait = get_from(behind_tls, "127.0.0.2", WAIT)
+    relayed = get_from(behind_tls, TLS_PROXY, "/login/")
+    relayed_wait = get_from(behind_tls, TLS_PROXY, WAIT)
+
+    for plain in (claimed, spelled_otherwise):  # plain HTTP: redirected, no HSTS
+        assert plain.status_code == 301 and plain.headers["location"] == f"https://127.0.0.1:{behind_tls.port}/login/"
+        assert "strict-transport-security" not in plain.headers
+    assert "strict-transport-security" not in claimed_wait.headers  # a route in front of Django alike
+    assert relayed.status_code == 200 and "strict-transport-security" in relayed.headers
+    assert relayed_wait.status_code == 401 and "strict-transport-security" in relayed_wait.headers

@@ -186,6 +186,7 @@ def test_behind_tls_a_plain_http_create_is_left_to_django_and_a_secure_one_gets_
     settings.SECURE_SSL_REDIRECT = True
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     settings.SECURE_HSTS_SECONDS = 3600
+    settings.ASKUSER_TRUSTED_PROXIES = ["127.0.0.1"]  # the test client's address: the TLS proxy
     auth = {"Authorization": f"Bearer {token}"}
     create = {"type": "http", "method": "POST", "path": "/api/v1/prompts", "scheme": "http"}
 

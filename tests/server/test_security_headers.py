@@ -46,6 +46,7 @@ def https(settings):
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     settings.SECURE_HSTS_SECONDS = 3600
     settings.SECURE_HSTS_PRELOAD = True
+    settings.ASKUSER_TRUSTED_PROXIES = ["127.0.0.1"]  # the test client's address: the TLS proxy
     return {"X-Forwarded-Proto": "https"}
 
 

@@ -198,15 +198,30 @@ async def test_a_socket_from_the_servers_own_origin_is_accepted(session, owner, 
 
 async def test_behind_a_tls_proxy_the_https_origin_is_the_servers_own(session, owner, settings):
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.ASKUSER_TRUSTED_PROXIES = ["10.0.0.1"]
     host = "127.0.0.1:8443"
     proxied = [(b"x-forwarded-proto", b"https")]
 
     plain = await connect("/ws/sessions/support-42/", owner, origin=f"http://{host}", host=host, extra=proxied)
     secure = await connect("/ws/sessions/support-42/", owner, origin=f"https://{host}", host=host, extra=proxied)
+    for socket in (plain, secure):
+        socket.scope["client"] = ("10.0.0.1", 50000)  # the proxy, as the server fills it in
 
     assert (await plain.connect(timeout=DEADLINE))[0] is False
     assert (await secure.connect(timeout=DEADLINE))[0] is True
     await secure.disconnect()
+
+
+async def test_a_peer_that_is_no_trusted_proxy_is_not_believed_to_be_behind_tls(session, owner, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.ASKUSER_TRUSTED_PROXIES = ["10.0.0.1"]
+    host = "127.0.0.1:8443"
+    claimed = [(b"x-forwarded-proto", b"https")]
+
+    secure = await connect("/ws/sessions/support-42/", owner, origin=f"https://{host}", host=host, extra=claimed)
+    secure.scope["client"] = ("203.0.113.7", 50000)
+
+    assert (await secure.connect(timeout=DEADLINE))[0] is False
 
 
 async def test_an_origin_in_csrf_trusted_origins_is_accepted(session, owner, settings):

@@ -11,7 +11,9 @@ be edited, so a resolution sends nothing more.
 
 Each mail carries signed links (``make_token``) to the email page
 (``askuser_app/delivery/notifiers/email/views.py``): one per option for a single single-select
-question, and one for More time. A link names the prompt, the owner, a digest
+question (``one_tap``), and one for More time. A prompt a coding agent's hook
+asked (a permission: "Allow" runs a command) has no option links: its mail
+links to its page, where the person reads it and answers with a click. A link names the prompt, the owner, a digest
 of the address it was sent to and the option; it is the credential (no login
 needed), so it is only ever read, never acted on, by a GET, and it dies with
 the prompt, the owner's change of address, or its age cap.
@@ -130,14 +132,15 @@ def deadline(expires_at: datetime) -> str:
     return f"{formats.date_format(local, 'DATETIME_FORMAT')} {formats.date_format(local, 'T')}"
 
 
-def one_tap(questions: list[textreply.TextQuestion]) -> bool:
-    return len(questions) == 1 and not questions[0].multi_select
+def one_tap(prompt: Prompt, questions: list[textreply.TextQuestion]) -> bool:
+    """Whether a mail's link may name an option: one single-select question, not asked by a hook."""
+    return len(questions) == 1 and not questions[0].multi_select and not prompt.hook_event
 
 
 def mail_context(prompt: Prompt, owner: User, now: datetime | None = None) -> dict[str, Any]:
     """What the mail (and the email page) shows of a pending prompt, in the active language."""
     questions = [textreply.TextQuestion.of(q) for q in services.questions_of(prompt)]
-    tap = one_tap(questions)
+    tap = one_tap(prompt, questions)
     shown = []
     for question in questions:
         options = [

@@ -92,7 +92,8 @@ def _respond(request: HttpRequest, link: mail.Link, prompt: Prompt, owner: User)
         services.result_expiring_if_overdue(prompt)
         prompt.refresh_from_db()
     choice = _choice(prompt, link)
-    if link.option is not None and choice is None:
+    # A hook's prompt: an option link (from before its mails had none) shows the page, choosing nothing.
+    if link.option is not None and choice is None and not prompt.hook_event:
         return _refused(request, 400, _("This link is not valid. Use the link in the mail exactly as it was sent."))
     if request.method != "POST":
         return _show(request, prompt, owner, choice)
@@ -121,8 +122,9 @@ def _respond(request: HttpRequest, link: mail.Link, prompt: Prompt, owner: User)
 
 
 def _choice(prompt: Prompt, link: mail.Link) -> tuple[str, str] | None:
-    """The question key and option label the link names, for a prompt answered by one tap."""
-    if link.option is None:
+    """The question key and option label the link names, for a prompt answered by one tap
+    (never one a hook asked: its mail has no such link, and one made before answers nothing)."""
+    if link.option is None or prompt.hook_event:
         return None
     questions = services.questions_of(prompt)
     if len(questions) != 1 or questions[0].multi_select:

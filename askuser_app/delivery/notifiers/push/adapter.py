@@ -132,9 +132,10 @@ class Invalid(Exception):
 
 
 def host_of(endpoint: str) -> str:
-    """The push service's host:port, the unit the delivery engine shares an owner's pushes by."""
-    parts = urlsplit(endpoint)
-    return f"{parts.hostname}:{parts.port or 443}"
+    """The push service's host:port, the unit the delivery engine shares an owner's pushes by
+    (``addresses.host_key``: an endpoint stored before it was refused is pushed to never, and
+    says so on its row, but every prompt of its owner is made)."""
+    return addresses.host_key(endpoint)
 
 
 def rules() -> addresses.Rules:
@@ -308,14 +309,15 @@ class Pushed:
 
 
 def _sealed(row: PushSubscription, message: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
-    """The message encrypted for this browser's keys (RFC 8291), and the headers that sign it (RFC 8292)."""
+    """The message encrypted for this browser's keys (RFC 8291), and the headers that sign it
+    (RFC 8292) for the push service's origin, read as the push is sent (Refused if it cannot be)."""
+    endpoint = egress.readable(row.endpoint, rules()).url
     info = {"endpoint": row.endpoint, "keys": {"p256dh": row.p256dh, "auth": row.auth}}
     data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
     body: bytes = WebPusher(info).encode(data, "aes128gcm")["body"]
-    endpoint = urlsplit(row.endpoint)  # the push service's origin, as pywebpush names it
     claims = {
         "sub": subject(),
-        "aud": f"{endpoint.scheme}://{endpoint.netloc}",
+        "aud": f"{endpoint.scheme}://{endpoint.netloc.decode('ascii')}",
         "exp": int(time.time()) + VAPID_LIFETIME,
     }
     signed: dict[str, str] = vapid().sign(claims)
