@@ -195,17 +195,18 @@ def backlog(user: Any, link: Any) -> None:
     Delivery.objects.bulk_create(rows, batch_size=2_000)
 
 
-async def hook_round_trips(token: str) -> float:
-    """The mean time of the faster four fifths of ``ROUND_TRIPS`` hook calls, each a Notification that returns at once."""
+async def hook_round_trips(token: str, count: int = ROUND_TRIPS) -> float:
+    """The mean time of the faster four fifths of ``count`` hook calls, each a
+    Notification that returns at once."""
     body = json.dumps(WAITING).encode()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     times = []
-    for _n in range(ROUND_TRIPS):
+    for _n in range(count):
         began = time.monotonic()
         response = await asgi_request("POST", "/api/v1/hooks", content=body, headers=headers)
         times.append(time.monotonic() - began)
         assert (response.status_code, response.json()) == (200, {})
-    return statistics.mean(sorted(times)[: ROUND_TRIPS * 4 // 5])  # a busy machine's odd pause is not the engine's
+    return statistics.mean(sorted(times)[: max(1, count * 4 // 5)])  # a busy machine's odd pause is not the engine's
 
 
 def sent_to(fake: Any, chat: str) -> Any:
@@ -222,7 +223,7 @@ async def test_30000_due_messages_of_one_owner_slow_neither_another_owners_hooks
     await database_call(core.link_by_hand)(owner, "telegram", "4242", chat_id="4242")
     theirs = await database_call(core.link_by_hand)(other_user, "telegram", "888", chat_id="888")
     engine.ensure_running()
-    await hook_round_trips(token)  # the first calls load what every later one uses
+    await hook_round_trips(token, 3)  # the first calls load what every later one uses
     baseline = await hook_round_trips(token)
     await found(sent_to(fake_api, "4242"))
 
