@@ -33,6 +33,12 @@ the same for every kind:
   answer in time doubles a pause (kept in ``DeliveryHost``, so every process
   keeps it) during which everything due to that host, of any kind, waits; any
   answer from the host ends it. Other hosts are not affected.
+- **A backlog costs its owner, not the server.** A turn reads each owner's
+  oldest due row and then a few rows at a time by indexed ``LIMIT``s, never
+  all of an owner's due rows; turns are at least ``CALM`` apart, however
+  many wakes come between; and the engine's database work runs on a thread
+  of its own (``database``), never on the one that the requests of people
+  and agents share.
 """
 
 from __future__ import annotations
@@ -49,13 +55,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import F, Min, OuterRef, Q, QuerySet, Subquery, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Min, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from askuser_app.models import DeliveryHost
-from askuser_app.runtime.asyncdb import database_call
+from askuser_app.runtime.asyncdb import OwnThread
 from askuser_app.runtime.background import Loop
 
 log = logging.getLogger("askuser")
@@ -65,6 +71,7 @@ R = TypeVar("R")
 SLOTS = 24  # attempts in flight per process, of every kind together
 PER_HOST = 2  # attempts in flight per process for one owner to one host
 RECHECK = 5.0  # rows recorded by other processes are seen within this
+CALM = 0.05  # seconds at least between two turns: a burst of wakes makes one turn
 TIDY_EVERY = 3600.0
 PAUSE_CAP = 1800.0
 
@@ -212,7 +219,7 @@ def _claim(slots: int, busy: Busy) -> tuple[list[Claim], bool]:
     if room <= 0:
         return [], False
     full = busy.full()
-    waiting = _owners_due(now, full, room + len(busy.owners))
+    waiting = _owners_due(now, room + len(busy.owners))
     share = max(1, slots // (len(set(busy.owners) | set(waiting)) + 1))
     claimed: list[Claim] = []
     taken_up = False
@@ -243,20 +250,19 @@ def lease_end(kind: Kind, now: datetime) -> datetime:
     return now + timedelta(seconds=2 * kind.timeout())
 
 
-def _owners_due(now: datetime, full: list[tuple[int, str]], limit: int) -> dict[int, list[Kind]]:
-    """Up to ``limit`` owners with a row due on a host they may send to, longest waiting first,
-    each with the kinds they have due."""
-    blocked = Q()
-    for owner, host in full:
-        blocked |= Q(owner_id=owner, host=host)
+def _owners_due(now: datetime, limit: int) -> dict[int, list[Kind]]:
+    """Up to ``limit`` owners with a row due, longest waiting first, each with the kinds they have due.
+
+    Each owner's oldest due row is one step down the (owner, next_attempt_at) index, so a turn
+    costs the same whether an owner has one row due or 30,000. An owner whose due rows all wait
+    for a host at its limit is among them; ``_turns`` finds nothing for them, and the owner, busy
+    with those attempts, is counted in ``limit`` already."""
     first: dict[int, datetime] = {}
     kinds_of: dict[int, list[Kind]] = {}
     for kind in KINDS:
-        due = kind.rows().filter(next_attempt_at__lte=now)
-        if full:
-            due = due.exclude(blocked)
-        oldest = due.values_list("owner_id").annotate(first=Min("next_attempt_at")).order_by("first")
-        for owner, at in oldest[:limit]:
+        oldest = kind.rows().filter(owner_id=OuterRef("pk"), next_attempt_at__lte=now).order_by("next_attempt_at")
+        owners = get_user_model().objects.annotate(first=Subquery(oldest.values("next_attempt_at")[:1]))
+        for owner, at in owners.filter(first__isnull=False).order_by("first").values_list("pk", "first")[:limit]:
             first[owner] = min(at, first.get(owner, at))
             kinds_of.setdefault(owner, []).append(kind)
     return {owner: kinds_of[owner] for owner in sorted(first, key=first.__getitem__)[:limit]}
@@ -266,26 +272,68 @@ def _turns(
     now: datetime, owner: int, kinds: list[Kind], take: int, busy: Busy, full: list[tuple[int, str]]
 ) -> list[tuple[Kind, Any]]:
     """Up to ``take`` of the owner's due rows: each host's longest waiting first, then each
-    host's second, … never more than ``PER_HOST`` in flight to one host."""
-    hosts_full = [host for someone, host in full if someone == owner]
-    started = sum(1 for someone, _host in busy.hosts if someone == owner)
-    candidates: list[tuple[int, datetime, Kind, Any]] = []
+    host's second, … never more than ``PER_HOST`` in flight to one host.
+
+    Read a few at a time, oldest first (an indexed ``LIMIT``), never ranked whole: a host
+    that reaches its limit is left out of the next read."""
+    in_flight = Counter({host: count for (someone, host), count in busy.hosts.items() if someone == owner})
+    closed = {host for someone, host in full if someone == owner}
+    chosen: list[Due] = []
+    while len(chosen) < take:
+        window = (take - len(chosen)) * PER_HOST
+        read = _oldest_due(now, owner, kinds, closed, {(due.kind, due.pk) for due in chosen}, window)
+        picked = _in_turns(read, in_flight)[: take - len(chosen)]
+        chosen += picked
+        in_flight.update(due.host for due in picked)
+        closed |= {host for host, count in in_flight.items() if count >= PER_HOST}
+        if len(read) < window or not picked:
+            break
+    return _rows_of(chosen)
+
+
+@dataclass(frozen=True)
+class Due:
+    """A due row as a turn weighs it; the row itself is read once it is chosen."""
+
+    kind: Kind
+    pk: int
+    host: str
+    at: datetime
+
+
+def _oldest_due(
+    now: datetime, owner: int, kinds: list[Kind], closed: set[str], chosen: set[tuple[Kind, int]], count: int
+) -> list[Due]:
+    """The owner's ``count`` longest waiting due rows, of every kind, on hosts not ``closed``,
+    leaving out those ``chosen`` already."""
+    read: list[Due] = []
     for kind in kinds:
-        due = kind.rows().filter(owner_id=owner, next_attempt_at__lte=now)
-        if hosts_full:
-            due = due.exclude(host__in=hosts_full)
-        turn = Window(RowNumber(), partition_by=F("host"), order_by=F("next_attempt_at").asc())
-        ranked = due.annotate(turn=turn).filter(turn__lte=PER_HOST).select_related(*kind.related)
-        for row in ranked.order_by("turn", "next_attempt_at")[: take + started * PER_HOST]:
-            candidates.append((row.turn, row.next_attempt_at, kind, row))
-    candidates.sort(key=lambda candidate: (candidate[0], candidate[1]))
-    chosen: list[tuple[Kind, Any]] = []
-    per_host: Counter[str] = Counter()
-    for _turn, _at, kind, row in candidates:
-        if busy.hosts[(owner, row.host)] + per_host[row.host] < PER_HOST and len(chosen) < take:
-            per_host[row.host] += 1
-            chosen.append((kind, row))
-    return chosen
+        due = kind.rows().filter(owner_id=owner, next_attempt_at__lte=now).exclude(host__in=closed)
+        due = due.order_by("next_attempt_at").values_list("pk", "host", "next_attempt_at")
+        read += [Due(kind, pk, host, at) for pk, host, at in due[: count + len(chosen)] if (kind, pk) not in chosen]
+    read.sort(key=lambda due: due.at)
+    return read[:count]
+
+
+def _in_turns(read: list[Due], in_flight: Counter[str]) -> list[Due]:
+    """``read`` (oldest first) as hosts take turns: each host's first, then each one's second, …
+    none beyond ``PER_HOST`` with those ``in_flight`` to it."""
+    turn_of = Counter(in_flight)
+    ranked: list[tuple[int, int, Due]] = []
+    for position, due in enumerate(read):
+        turn_of[due.host] += 1
+        if turn_of[due.host] <= PER_HOST:
+            ranked.append((turn_of[due.host], position, due))
+    return [due for _turn, _position, due in sorted(ranked, key=lambda item: item[:2])]
+
+
+def _rows_of(chosen: list[Due]) -> list[tuple[Kind, Any]]:
+    """The chosen rows, read whole with what their kind's ``claim`` reads of their relations."""
+    rows: dict[tuple[int, int], Any] = {}
+    for kind in {id(due.kind): due.kind for due in chosen}.values():
+        found = kind.rows().select_related(*kind.related).in_bulk([due.pk for due in chosen if due.kind is kind])
+        rows |= {(id(kind), pk): row for pk, row in found.items()}
+    return [(due.kind, rows[key]) for due in chosen if (key := (id(due.kind), due.pk)) in rows]
 
 
 def _hold_for_paused_hosts(now: datetime) -> None:
@@ -358,6 +406,9 @@ def _host_answered(host: str) -> None:
 
 # --- the loop -------------------------------------------------------------------------------------
 
+# The engine's database work runs on its own thread: a turn or a record never queues a
+# person's or an agent's request behind it on the thread ``database_call`` shares.
+database = OwnThread("askuser-engine-db")
 _flying: dict[asyncio.Task[None], Claim] = {}  # each attempt in flight in this process
 _tidied_at = 0.0
 
@@ -369,7 +420,7 @@ async def _turn() -> datetime | None:
     for task in [task for task in _flying if task.done() or task.get_loop() is not running]:
         _flying.pop(task, None)
     now = timezone.now()
-    claimed, taken_up = await database_call(_claim)(SLOTS, Busy.of(_flying.values()))
+    claimed, taken_up = await database.run(_claim)(SLOTS, Busy.of(_flying.values()))
     for claim in claimed:
         task = asyncio.ensure_future(_attempt_and_record(claim))
         _flying[task] = claim
@@ -377,7 +428,7 @@ async def _turn() -> datetime | None:
     await _tidy()
     if taken_up and len(_flying) < SLOTS:
         return now  # rows were taken up: more may be due behind them
-    return await database_call(next_due)(now)
+    return await database.run(next_due)(now)
 
 
 def _landed(task: asyncio.Task[None]) -> None:
@@ -387,7 +438,7 @@ def _landed(task: asyncio.Task[None]) -> None:
 async def _attempt_and_record(claim: Claim) -> None:
     tried = await attempt(claim)
     try:
-        await database_call(record)(claim, tried)
+        await database.run(record)(claim, tried)
     except Exception:
         log.exception("Recording the %s attempt of row %s failed.", claim.kind.name, claim.row_id)
     loop.wake()  # a slot is free, and the loop may be sleeping past this row's next attempt
@@ -399,11 +450,11 @@ async def _tidy() -> None:
         _tidied_at = time.monotonic()
         for kind in KINDS:
             try:
-                await database_call(kind.tidy)()
+                await database.run(kind.tidy)()
             except Exception:
                 log.exception("Tidying %s failed; the other kinds are tidied all the same.", kind.name)
 
 
-loop = Loop("Delivering", _turn, recheck=RECHECK)
+loop = Loop("Delivering", _turn, recheck=RECHECK, calm=CALM)
 ensure_running = loop.ensure_running
 wake = loop.wake

@@ -1,5 +1,6 @@
 """Calling the ORM from async code: without holding a connection afterwards (``database_call``),
-or on threads kept with their connection for one route (``KeptThreads``)."""
+on threads kept with their connection for one route (``KeptThreads``), or on a background
+part's own thread (``OwnThread``)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,21 @@ class KeptThreads:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(size, thread_name_prefix=self.name)
         return sync_to_async(func, thread_sensitive=False, executor=self.pool)
+
+
+class OwnThread:
+    """One thread of a background part's own (the delivery engine's), made on first use.
+
+    Its database work never queues on the thread that ``database_call`` shares
+    with the requests a person or an agent waits on, and theirs never on it;
+    its connection is kept or dropped as ``database_call``'s is."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.pool: ThreadPoolExecutor | None = None
+
+    def run(self, func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+        """``func`` as a coroutine on this thread."""
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix=self.name)
+        return sync_to_async(dropping_old_connections(func), thread_sensitive=False, executor=self.pool)

@@ -4,7 +4,9 @@ Daphne does not speak the ASGI lifespan protocol, so a loop starts on its
 process's first request (and at start-up where lifespan is spoken). Each
 turn does its work and sleeps until the moment the work names, or at most
 ``recheck`` seconds (to see what other processes recorded), or until this
-process wakes it after committing something new.
+process wakes it after committing something new. A loop with a ``calm``
+starts its turns at least that far apart: the wakes that come meanwhile (a
+burst of commits, attempts landing one by one) make one turn, not one each.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ log = logging.getLogger("askuser")
 
 
 class Loop:
-    def __init__(self, name: str, turn: Callable[[], Awaitable[datetime | None]], *, recheck: float = 5.0) -> None:
+    def __init__(
+        self, name: str, turn: Callable[[], Awaitable[datetime | None]], *, recheck: float = 5.0, calm: float = 0.0
+    ) -> None:
         self.name = name
         self.turn = turn  # does the work; returns when the next turn is due, if it knows
         self.recheck = recheck
+        self.calm = calm  # seconds at least between the starts of two turns
         self.loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Task[None] | None = None
         self.woken: asyncio.Event | None = None
@@ -52,9 +57,13 @@ class Loop:
             self.loop.call_soon_threadsafe(self.woken.set)
 
     async def run(self, woken: asyncio.Event) -> None:
+        began = -math.inf
         while True:
-            woken.clear()  # before the work, so a wake during it is not lost
             self.wakes_at = math.inf
+            if (rest := began + self.calm - time.monotonic()) > 0:
+                await asyncio.sleep(rest)  # the wakes meanwhile are all answered by the turn below
+            woken.clear()  # before the work, so a wake during it is not lost
+            began = time.monotonic()
             try:
                 upcoming = await self.turn()
             except Exception:

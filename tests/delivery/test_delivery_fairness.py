@@ -13,6 +13,7 @@ import base64
 import json
 import secrets
 import socket
+import statistics
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -37,7 +38,7 @@ from askuser_app.models import (
     WebhookDelivery,
 )
 from askuser_app.runtime.asyncdb import database_call
-from tests.conftest import payload
+from tests.conftest import asgi_request, payload
 from tests.servers import DaphneServer
 from tests.webhookfake import Receiver
 
@@ -167,6 +168,73 @@ async def test_64_slow_webhook_hosts_of_one_owner_do_not_delay_another_owners_we
         silent.close()  # …and those in flight end at once
         fast.close()
         await found(all_recorded(WebhookAttempt.objects.filter(delivery__in=slow), slow, "attempt_count"))
+
+
+# --- one owner's backlog of 30,000 due messages, another owner's hooks and message -------------
+
+BACKLOG = 30_000
+ROUND_TRIPS = 30
+WAITING = {
+    "session_id": "5f1c2e7a-1d2b-4c11-9a3e-0b6f7f4d2e10",
+    "transcript_path": "/home/alice/.claude/projects/x.jsonl",
+    "cwd": "/home/alice/app",
+    "hook_event_name": "Notification",
+    "notification_type": "idle_prompt",
+    "message": "Claude is idle",
+}
+
+
+def backlog(user: Any, link: Any) -> None:
+    """``BACKLOG`` news for ``user``'s Telegram chat, all due, written in one bulk insert."""
+    rows = (
+        Delivery(
+            owner=user, channel="telegram", link=link, address=link.chat_id, host="telegram", notice=f"news {n}", ref={}
+        )
+        for n in range(BACKLOG)
+    )
+    Delivery.objects.bulk_create(rows, batch_size=2_000)
+
+
+async def hook_round_trips(token: str, count: int = ROUND_TRIPS) -> float:
+    """The mean time of the faster four fifths of ``count`` hook calls, each a
+    Notification that returns at once."""
+    body = json.dumps(WAITING).encode()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    times = []
+    for _n in range(count):
+        began = time.monotonic()
+        response = await asgi_request("POST", "/api/v1/hooks", content=body, headers=headers)
+        times.append(time.monotonic() - began)
+        assert (response.status_code, response.json()) == (200, {})
+    return statistics.mean(sorted(times)[: max(1, count * 4 // 5)])  # a busy machine's odd pause is not the engine's
+
+
+def sent_to(fake: Any, chat: str) -> Any:
+    return lambda: [call for call in fake.of(f"/bot{BOT}/sendMessage") if str(call.body["chat_id"]) == chat]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_30000_due_messages_of_one_owner_slow_neither_another_owners_hooks_nor_her_message(
+    settings, fake_api, owner, token, other_user
+):
+    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_API_URL = BOT, fake_api.url
+    settings.TELEGRAM_WEBHOOK_SECRET = "s3cret"  # no polling: the chat's answers come by webhook
+    fake_api.route("POST", f"/bot{BOT}/sendMessage", sent_message)
+    await database_call(core.link_by_hand)(owner, "telegram", "4242", chat_id="4242")
+    theirs = await database_call(core.link_by_hand)(other_user, "telegram", "888", chat_id="888")
+    engine.ensure_running()
+    await hook_round_trips(token, 3)  # the first calls load what every later one uses
+    baseline = await hook_round_trips(token)
+    await found(sent_to(fake_api, "4242"))
+
+    await database_call(backlog)(other_user, theirs)
+    engine.wake()
+    await found(lambda: len(sent_to(fake_api, "888")()) >= 10)  # the engine is busy with them
+    mine = len(sent_to(fake_api, "4242")())
+    busy = await hook_round_trips(token)
+
+    await found(lambda: len(sent_to(fake_api, "4242")()) > mine, within=DEADLINE)
+    assert busy <= 2 * baseline, f"a hook took {busy * 1000:.0f} ms, {baseline * 1000:.0f} ms without the backlog"
 
 
 # --- the rules, one claim at a time ------------------------------------------------------------

@@ -30,3 +30,27 @@ async def test_a_loop_cancelled_in_the_step_it_is_woken_still_ends():
     assert done, "the loop swallowed its cancellation and kept running"
     assert loop.task.cancelled()
     assert turns == 1
+
+
+async def test_wakes_that_come_while_a_calm_loop_rests_make_one_turn():
+    turns: list[int] = []
+    second = asyncio.Event()
+
+    async def turn():
+        turns.append(len(turns) + 1)
+        if len(turns) == 2:
+            second.set()
+        return None
+
+    loop = Loop("Testing", turn, recheck=3600, calm=0.2)
+    loop.ensure_running()
+    for _n in range(100):  # a burst, as attempts landing one by one wake it
+        loop.wake()
+        await asyncio.sleep(0)
+    await asyncio.wait_for(second.wait(), 5)
+    for _n in range(3):
+        await asyncio.sleep(0)
+    assert loop.task is not None
+    loop.task.cancel()
+
+    assert turns == [1, 2]  # the first at once, then one for the whole burst
