@@ -54,6 +54,7 @@ from django.db.models import F, Min, OuterRef, Q, QuerySet, Subquery, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from askuser_app.delivery import names
 from askuser_app.models import DeliveryHost
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.background import Loop
@@ -302,7 +303,9 @@ async def attempt(claim: Claim) -> Tried:
     kind = claim.kind
     started_at, began = timezone.now(), time.monotonic()
     try:
-        async with asyncio.timeout(kind.timeout()):
+        async with asyncio.timeout(kind.timeout()) as clock:
+            # Whatever the attempt waits for in the engine's own queues stops this clock (``names``).
+            names.ATTEMPT.set(names.Attempt(claim.owner_id, clock))
             outcome = await kind.attempt(claim)
     except TimeoutError:
         outcome = Outcome(False, f"Timeout: no answer within {kind.timeout():g} s", timed_out=True)
