@@ -338,13 +338,18 @@ class WebhookDelivery(models.Model):
 
 class DeliveryHost(models.Model):
     """A host deliveries go to (a callback's host:port, a push service, a chat platform) that
-    keeps timing out, and until when everything for it waits.
+    keeps timing out for one owner, and until when everything of that owner for it waits.
 
-    Stored, so that every server process backs off from the same host."""
+    Per owner, so that one person's slow path on a shared host pauses no one else's deliveries;
+    stored, so that every server process backs off from the same host."""
 
-    host = models.CharField(max_length=300, unique=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    host = models.CharField(max_length=300)
     timeouts = models.PositiveIntegerField(default=0, help_text="Attempts in a row that got no answer in time.")
     paused_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "host"], name="one_pause_per_owner_and_host")]
 
     def __str__(self) -> str:
         return self.host
@@ -432,6 +437,8 @@ class Delivery(models.Model):
         CLOSED = "closed"
         FAILED = "failed"
         DROPPED = "dropped"
+        # Resolved while a send's outcome was unknown (in flight, or its process died): closed by a follow-up.
+        MAYBE_SENT = "maybe_sent"
 
     # None for an agent's news (a ``notice`` about a session, not a prompt).
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, null=True, blank=True, related_name="deliveries")

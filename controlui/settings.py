@@ -337,6 +337,8 @@ ASKUSER_WEBHOOK_TIMEOUT = env_float("ASKUSER_WEBHOOK_TIMEOUT", 10)
 # Seconds a webhook or a push may take to connect (TCP and TLS), apart from the time its answer
 # may take, so that a host that never accepts is given up on (and paused) early.
 ASKUSER_CONNECT_TIMEOUT = env_float("ASKUSER_CONNECT_TIMEOUT", 5.0)
+# The DNS servers deliveries resolve host names with (10.0.0.2,127.0.0.1:5353); none: /etc/resolv.conf.
+ASKUSER_DNS_SERVERS = env_list("ASKUSER_DNS_SERVERS", "")
 # Webhooks go to public addresses only, unless allowed: all (for agents running
 # next to the server), or some host names and networks (host1,10.0.0.0/8).
 ASKUSER_WEBHOOK_ALLOW_PRIVATE = env_bool("ASKUSER_WEBHOOK_ALLOW_PRIVATE")

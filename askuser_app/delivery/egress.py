@@ -1,7 +1,8 @@
 """The one way out of the process to an address on the network: webhooks and Web Push.
 
 The URL is checked when it is given (``domain.addresses``) and again here at
-send time, after resolving its name: every address it resolves to must be
+send time, after resolving its name on the engine's own resolver (``names``:
+per owner, answers kept for their TTL): every address it resolves to must be
 allowed by its ``Rules``. The request then goes to the very address that was
 checked, with the name in the ``Host`` header and in TLS (SNI and certificate
 check), so a name that resolves elsewhere a moment later (DNS rebinding)
@@ -11,17 +12,15 @@ environment.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import ipaddress
 import os
-import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
 
+from askuser_app.delivery import names
 from askuser_app.domain.addresses import (
     Address,
     Rules,
@@ -31,7 +30,6 @@ from askuser_app.domain.addresses import (
     allowed_by_name,
     checked,
     literal_address,
-    unmapped,
 )
 
 EXCERPT = 500  # bytes of an answer kept for the admin
@@ -60,22 +58,19 @@ def readable(url: str, rules: Rules) -> Target:
         raise Refused(f"refused: {rules.what} {unusable}") from unusable
 
 
-async def pin(url: str, rules: Rules) -> Pinned:
-    """Resolve ``url``'s host and check every address; raise Refused, or OSError when it does not resolve."""
+async def pin(url: str, rules: Rules, within: float | None = None) -> Pinned:
+    """Resolve ``url``'s host (``names``: within ``within`` seconds once its turn comes) and check
+    every address; raise Refused, OSError when it does not resolve, TimeoutError or names.Crowded."""
     target = readable(url, rules)
     host, sent = target.host, target.url
-    address = await _checked_address(host, target.port, rules)
+    address = await _checked_address(host, target.port, rules, within)
     extensions = {"sni_hostname": host.rstrip(".")} if sent.scheme == "https" else {}
     return Pinned(sent.copy_with(host=str(address)), sent.netloc.decode("ascii"), extensions)
 
 
-async def _checked_address(host: str, port: int, rules: Rules) -> Address:
+async def _checked_address(host: str, port: int, rules: Rules, within: float | None) -> Address:
     literal = literal_address(host)
-    if literal is not None:
-        addresses = [literal]
-    else:
-        found = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses = list(dict.fromkeys(unmapped(ipaddress.ip_address(info[4][0])) for info in found))
+    addresses = [literal] if literal is not None else await names.resolve(host, port, within)
     if not allowed_by_name(host, rules):
         # Every address, not only the first: the one connected to must be among those checked.
         for address in addresses:
@@ -117,11 +112,14 @@ async def post(url: str, body: bytes, headers: Mapping[str, str], rules: Rules, 
 
 
 async def _pinned_in_time(url: str, rules: Rules, seconds: float | None) -> Pinned:
+    """The lookup has ``seconds`` from when it starts: waiting for the owner's turn is not counted
+    (``names``), and a turn that never comes is not the host's timeout."""
     try:
-        async with asyncio.timeout(seconds):
-            return await pin(url, rules)
+        return await pin(url, rules, seconds)
     except TimeoutError:
         raise httpx.ConnectTimeout("the host name did not resolve in time") from None
+    except names.Crowded as crowded:
+        raise httpx.ConnectError(f"not tried: {crowded}") from crowded
     except OSError as exc:  # the name did not resolve; it may later
         raise httpx.ConnectError(f"the host name did not resolve ({exc})") from exc
 

@@ -29,10 +29,14 @@ the same for every kind:
   newcomer finds a slot at once, however slow the others' receivers. Owners
   are served longest-waiting first; within an owner, at most ``PER_HOST``
   attempts go to one host at once, and its hosts take turns.
-- **A host that keeps timing out pauses.** Each attempt in a row that gets no
-  answer in time doubles a pause (kept in ``DeliveryHost``, so every process
-  keeps it) during which everything due to that host, of any kind, waits; any
-  answer from the host ends it. Other hosts are not affected.
+- **A host that keeps timing out pauses, for that owner.** Each of an owner's
+  attempts in a row that gets no answer in time doubles a pause of the
+  (owner, host) pair (kept in ``DeliveryHost``, so every process keeps it)
+  during which everything of that owner due to that host, of any kind, waits;
+  any answer from the host to that owner ends it. Other owners and other hosts
+  are not affected: one owner's slow path, token or load on a host they share
+  pauses no one else. An attempt's clock runs only while it works, not while
+  it waits for the engine's own resources (a name lookup's turn: ``names``).
 - **A backlog costs its owner, not the server.** A turn reads each owner's
   oldest due row and then a few rows at a time by indexed ``LIMIT``s, never
   all of an owner's due rows; turns are at least ``CALM`` apart, however
@@ -57,9 +61,10 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Min, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, Min, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
+from askuser_app.delivery import names
 from askuser_app.models import DeliveryHost
 from askuser_app.runtime.asyncdb import OwnThread
 from askuser_app.runtime.background import Loop
@@ -337,13 +342,14 @@ def _rows_of(chosen: list[Due]) -> list[tuple[Kind, Any]]:
 
 
 def _hold_for_paused_hosts(now: datetime) -> None:
-    """Rows that came due for a host that is pausing wait out its pause, as its others do."""
+    """An owner's rows that came due for a host paused for them wait out the pause, as their others do."""
     paused = DeliveryHost.objects.filter(paused_until__gt=now)
     if not paused.exists():
         return
-    until = Subquery(paused.filter(host=OuterRef("host")).values("paused_until")[:1])
+    theirs = paused.filter(owner_id=OuterRef("owner_id"), host=OuterRef("host"))
+    until = Subquery(theirs.values("paused_until")[:1])
     for kind in KINDS:
-        kind.rows().filter(next_attempt_at__lte=now, host__in=paused.values("host")).update(next_attempt_at=until)
+        kind.rows().filter(Exists(theirs), next_attempt_at__lte=now).update(next_attempt_at=until)
 
 
 def next_due(after: datetime) -> datetime | None:
@@ -361,7 +367,9 @@ async def attempt(claim: Claim) -> Tried:
     kind = claim.kind
     started_at, began = timezone.now(), time.monotonic()
     try:
-        async with asyncio.timeout(kind.timeout()):
+        async with asyncio.timeout(kind.timeout()) as clock:
+            # Whatever the attempt waits for in the engine's own queues stops this clock (``names``).
+            names.ATTEMPT.set(names.Attempt(claim.owner_id, clock))
             outcome = await kind.attempt(claim)
     except TimeoutError:
         outcome = Outcome(False, f"Timeout: no answer within {kind.timeout():g} s", timed_out=True)
@@ -372,36 +380,44 @@ async def attempt(claim: Claim) -> Tried:
 
 
 def record(claim: Claim, tried: Tried) -> None:
-    """Store the attempt, keep its host's pause, and let its kind decide what follows."""
+    """Store the attempt, keep its owner's pause of its host, and let its kind decide what follows."""
     outcome = tried.outcome
     with transaction.atomic():
-        paused_until = _host_timed_out(claim.host, claim.kind.retry_base()) if outcome.timed_out else None
+        paused_until = None
+        if outcome.timed_out:
+            paused_until = _host_timed_out(claim.owner_id, claim.host, claim.kind.retry_base())
         if outcome.answered:
-            _host_answered(claim.host)
+            _host_answered(claim.owner_id, claim.host)
         claim.kind.record(claim, tried, paused_until)
 
 
 def host_pause(timeouts: int, first: float) -> float:
-    """Seconds everything for a host waits after ``timeouts`` attempts in a row got no answer in time."""
+    """Seconds an owner's deliveries to a host wait after ``timeouts`` attempts in a row got no answer in time."""
     return min(first * 2.0 ** (timeouts - 1), PAUSE_CAP)
 
 
-def _host_timed_out(host: str, first: float) -> datetime:
-    """One more timeout in a row: the host pauses, twice as long as last time."""
-    DeliveryHost.objects.get_or_create(host=host)
-    row = DeliveryHost.objects.select_for_update().get(host=host)
+def _host_timed_out(owner_id: int, host: str, first: float) -> datetime:
+    """One more of the owner's attempts in a row timed out there: the owner's deliveries to the
+    host pause, twice as long as last time. Another owner's do not: the path, the token, the
+    load may be the first owner's own."""
+    DeliveryHost.objects.get_or_create(owner_id=owner_id, host=host)
+    row = DeliveryHost.objects.select_for_update().get(owner_id=owner_id, host=host)
     row.timeouts += 1
     row.paused_until = timezone.now() + timedelta(seconds=host_pause(row.timeouts, first))
     row.save(update_fields=["timeouts", "paused_until"])
     log.warning(
-        "Host %s timed out %s times in a row; everything for it waits until %s.", host, row.timeouts, row.paused_until
+        "Host %s timed out %s times in a row for user %s; their deliveries to it wait until %s.",
+        host,
+        row.timeouts,
+        owner_id,
+        row.paused_until,
     )
     return row.paused_until
 
 
-def _host_answered(host: str) -> None:
-    """Any answer, even an error, shows the host is back: its pause ends."""
-    DeliveryHost.objects.filter(host=host, timeouts__gt=0).update(timeouts=0, paused_until=None)
+def _host_answered(owner_id: int, host: str) -> None:
+    """Any answer, even an error, shows the host is back for this owner: their pause ends."""
+    DeliveryHost.objects.filter(owner_id=owner_id, host=host, timeouts__gt=0).update(timeouts=0, paused_until=None)
 
 
 # --- the loop -------------------------------------------------------------------------------------

@@ -11,8 +11,19 @@ adapter, as ``adapters`` finds it (``chats/<name>.py``, ``notifiers/<name>/adapt
 Each row is one small state machine, so an edit never overtakes its send:
 ``to_send → sent → to_edit → closed``. A prompt resolved before its message
 was sent drops the row; one resolved while the send is in flight is edited as
-soon as the send lands (``record`` sees the row dropped and asks for the
-edit). A row with a ``notice`` (Discord's follow-up to a tap) is one text
+soon as the send lands (``record`` sees the row ``maybe_sent`` and asks for
+the edit).
+
+A send whose outcome is unknown when its prompt resolves (in flight, or its
+process was killed mid-send, so its card may be on the platform with no
+``ref`` to edit it by) is ``maybe_sent``: never dropped in silence, never sent
+again as pending. Once its lease runs out without the send landing (the
+process died, or the try timed out), the engine tells the outcome in a
+follow-up message (``tell``: "Deploy: Answered elsewhere" and the prompt's
+page), the one thing every platform allows without the card's id; a push
+follow-up carries the prompt's tag, so it replaces the card's notification on
+the device. A send the platform refused (a Permanent failure) was not sent:
+that row is dropped. A row with a ``notice`` (Discord's follow-up to a tap) is one text
 sent once: ``to_send → closed``; so is one without a prompt, a coding agent's
 news for the person (``agent_news``: "Claude Code finished"), which every
 channel tells (``Telling``). Claiming a try is a compare-and-set on the
@@ -63,7 +74,7 @@ from askuser_app.runtime.i18n import of_owner
 log = logging.getLogger("askuser")
 
 BACKOFF_CAP = 600.0
-LIVE = (Delivery.State.TO_SEND, Delivery.State.TO_EDIT)
+LIVE = (Delivery.State.TO_SEND, Delivery.State.TO_EDIT, Delivery.State.MAYBE_SENT)
 
 
 def timeout() -> float:
@@ -257,8 +268,11 @@ def prompt_resolved(prompt: Prompt) -> None:
     edits = messages.filter(state=Delivery.State.SENT).update(
         state=Delivery.State.TO_EDIT, attempts=0, next_attempt_at=timezone.now(), last_error=""
     )
-    # A send in flight finds its row dropped when it lands, and asks for the edit then.
-    messages.filter(state=Delivery.State.TO_SEND).update(state=Delivery.State.DROPPED)
+    sending = messages.filter(state=Delivery.State.TO_SEND)
+    sending.filter(attempts=0).update(state=Delivery.State.DROPPED)  # never tried: nothing to close
+    # A try was claimed: in flight (it asks for the edit when it lands) or killed with its process.
+    # Its lease's end, kept, is when the engine sends the follow-up if it never lands.
+    sending.update(state=Delivery.State.MAYBE_SENT)
     if edits:
         transaction.on_commit(engine.wake, robust=True)
 
@@ -330,6 +344,8 @@ class Messages:
         if row.notice:
             return Claimed(*ids, "notice", number, row.address, text=row.notice, language=language)
         with translation.override(language):
+            if row.state == Delivery.State.MAYBE_SENT:
+                return Claimed(*ids, "tell", number, row.address, news=follow_up(prompt), language=language)
             if row.state == Delivery.State.TO_SEND:
                 return Claimed(*ids, "send", number, row.address, card=card(prompt), language=language)
             return Claimed(*ids, "edit", number, ref=dict(row.ref), closed=closed(prompt), language=language)
@@ -374,16 +390,20 @@ class Messages:
         row = Delivery.objects.select_for_update().filter(pk=claimed.row_id).first()
         if row is None or row.attempts != claimed.number:
             return  # the row was claimed again after this try's lease ran out
-        step = State.TO_EDIT if claimed.action == "edit" else State.TO_SEND
+        step = {"edit": State.TO_EDIT, "tell": State.MAYBE_SENT if row.prompt_id else State.TO_SEND}
         changes: dict[str, Any]
         if outcome.ok and claimed.action == "send":
             # Resolved while the send was in flight: the message now needs its edit.
-            resolved = row.state == State.DROPPED
+            resolved = row.state == State.MAYBE_SENT
             changes = {"state": State.TO_EDIT if resolved else State.SENT, "ref": outcome.ref, "last_error": ""}
             changes |= {"attempts": 0, "next_attempt_at": now}
+        elif claimed.action == "send" and row.state == State.MAYBE_SENT:
+            # Resolved meanwhile. Refused by the platform: not sent. Otherwise it may have been: told.
+            changes = {"last_error": outcome.error, "attempts": 0, "next_attempt_at": now}
+            changes |= {"state": State.DROPPED} if outcome.final else {}
         elif outcome.ok:
             changes = {"state": State.CLOSED, "last_error": ""}
-        elif row.state != step:
+        elif row.state != step.get(claimed.action, State.TO_SEND):
             changes = {"last_error": outcome.error}  # dropped meanwhile: nothing more to try
         elif outcome.final or claimed.number >= settings.ASKUSER_CHAT_ATTEMPTS:
             changes = {"state": State.FAILED, "last_error": outcome.error}
@@ -406,6 +426,14 @@ class Messages:
 
 
 KIND = Messages()
+
+
+def follow_up(prompt: Prompt) -> News:
+    """What a message that may have been sent says once its prompt resolved: the outcome, as
+    news (every channel tells it), under the tag of the prompt's push notification (which it
+    replaces on a device)."""
+    resolved = closed(prompt)
+    return News(f"{resolved.header}: {resolved.outcome}", resolved.header, resolved.url, f"askuser-{prompt.pk}")
 
 
 # --- for the prompt's web page ----------------------------------------------------------------

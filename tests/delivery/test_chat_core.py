@@ -409,6 +409,32 @@ def test_a_send_that_lands_after_the_prompt_resolved_asks_for_the_edit(chat_on, 
     assert record(edit, ok=True).state == "closed"
 
 
+def test_a_card_whose_send_died_with_its_process_is_closed_by_a_follow_up_once_resolved(chat_on, agent, owner, linked):
+    prompt = ask(agent)
+    claim_one()  # the send is made, and its process killed before it records anything
+    services.answer(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+    assert Delivery.objects.get().state == "maybe_sent"  # not dropped: the card may be in the chat
+    assert engine.claim_due(8) == []  # nor told before the send's lease runs out: it may still land
+
+    Delivery.objects.update(next_attempt_at=timezone.now())  # the lease ran out
+    told = claim_one()
+
+    assert told.action == "tell" and told.address == "4242" and told.news is not None
+    assert told.news.text == "Deploy: Answered: Production — by alice on the web"
+    assert told.news.url.endswith(f"/p/{prompt.pk}/") and told.news.tag == f"askuser-{prompt.pk}"
+    assert record(told, ok=True, answered=True).state == "closed"
+
+
+def test_a_send_refused_by_the_platform_while_its_prompt_resolved_is_dropped(chat_on, agent, owner, linked):
+    prompt = ask(agent)
+    claimed = claim_one()
+    services.cancel(prompt, agent=agent)
+
+    row = record(claimed, ok=False, error="Forbidden: bot was blocked by the user", final=True, answered=True)
+
+    assert row.state == "dropped" and engine.claim_due(8) == []
+
+
 def test_temporary_failures_retry_later_honouring_retry_after_and_permanent_ones_fail(chat_on, agent, linked):
     ask(agent)
     before = timezone.now()

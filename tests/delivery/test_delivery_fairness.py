@@ -14,9 +14,12 @@ import json
 import secrets
 import socket
 import statistics
+import threading
 import time
 from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -25,10 +28,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from django.utils import timezone
 
-from askuser_app.delivery import engine
+from askuser_app.delivery import egress, engine
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.engine import Busy, Outcome, Tried
-from askuser_app.domain import contract, services
+from askuser_app.domain import addresses, contract, services
 from askuser_app.models import (
     Delivery,
     DeliveryAttempt,
@@ -39,12 +42,14 @@ from askuser_app.models import (
 )
 from askuser_app.runtime.asyncdb import database_call
 from tests.conftest import asgi_request, payload
-from tests.servers import DaphneServer
+from tests.dnsfake import FakeDNS
+from tests.servers import DaphneServer, serve_in_thread
 from tests.webhookfake import Receiver
 
 DEADLINE = 2.0  # seconds another owner's delivery may take, however busy the engine is with the first's
 SETTLE = 20.0  # seconds for what the engine has in flight to be recorded
 BOT = "123456:TEST-token"
+SLOW_NAMES = 24  # one owner's callback hosts whose names never resolve
 
 
 class Silent:
@@ -323,3 +328,110 @@ async def test_a_webhook_cut_off_by_a_crash_is_sent_again_after_the_restart_and_
     assert attempts == [(2, 204)]  # the dead process recorded nothing; the new one its one success
     assert [headers["Askuser-Attempt"] for headers, _body in receiver.requests] == ["1", "2"]
     assert len({body for _headers, body in receiver.requests}) == 1  # the same result, once more
+
+
+# --- one owner's names that never resolve, another owner's webhook -----------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_one_owners_names_that_never_resolve_do_not_delay_another_owners_webhook(settings, agent, other_user):
+    dns, fast = FakeDNS({"alice-hooks.test": ["127.0.0.1"]}), Receiver()  # every other name: never answered
+    settings.ASKUSER_DNS_SERVERS = [dns.address]
+    settings.ASKUSER_WEBHOOK_ALLOW_HOSTS = ["127.0.0.1/32"]  # the receiver's address, checked once resolved
+    slow = WebhookDelivery.objects.filter(owner=other_user)
+    try:
+        slow_agent, _token = await database_call(services.create_agent)("slow", other_user)
+        for n in range(SLOW_NAMES):
+            await database_call(ask_and_cancel)(slow_agent, f"http://tarpit-{n}.test/hook", f"slow-{n}")
+        engine.ensure_running()
+        await found(lambda: slow.filter(attempt_count__gte=1).count() >= 8)  # the engine is busy with them
+        assert await asyncio.to_thread(dns.silent_for.wait, DEADLINE)  # and their lookups hang
+
+        port = urlsplit(fast.url).port
+        await database_call(ask_and_cancel)(agent, f"http://alice-hooks.test:{port}/askuser-hook", "fast")
+
+        assert await asyncio.to_thread(fast.arrived.wait, DEADLINE), "the other owner's webhook waited"
+        assert fast.requests[0][0]["Host"] == f"alice-hooks.test:{port}"
+        assert not await database_call(DeliveryHost.objects.filter(owner_id=agent.owner_id).exists)()
+    finally:
+        await database_call(slow.update)(status="failed")  # no more attempts…
+        dns.close()  # …and the lookups in flight end at once
+        fast.close()
+        await found(all_recorded(WebhookAttempt.objects.filter(delivery__in=slow), slow, "attempt_count"))
+
+
+@pytest.mark.backend_neutral
+async def test_a_resolved_name_is_checked_for_every_address_and_sent_to_the_one_checked(settings):
+    names = {"inside.test": ["10.1.2.3"], "mixed.test": ["93.184.216.34", "127.0.0.1"]}
+    dns = FakeDNS(names | {"public.test": ["93.184.216.34"]})
+    settings.ASKUSER_DNS_SERVERS = [dns.address]
+    try:
+        for name in names:
+            with pytest.raises(egress.Refused, match="private address"):
+                await egress.pin(f"http://{name}/hook", addresses.webhook_rules())
+        pinned = await egress.pin("https://public.test:8443/hook", addresses.webhook_rules())
+        dns.names["public.test"] = ["127.0.0.1"]  # rebound: the answer kept for its TTL is used and was checked
+        again = await egress.pin("https://public.test:8443/hook", addresses.webhook_rules())
+    finally:
+        dns.close()
+
+    assert pinned == again
+    assert (str(pinned.url), pinned.host_header) == ("https://93.184.216.34:8443/hook", "public.test:8443")
+    assert pinned.extensions == {"sni_hostname": "public.test"}
+
+
+# --- one owner's slow path on a host another owner also uses ------------------------------------
+
+
+class SlowPath:
+    """A receiver whose ``/slow`` path never answers in time; any other path answers at once."""
+
+    def __init__(self) -> None:
+        self.arrived, self.closing = threading.Event(), threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path.startswith("/slow"):
+                    receiver.closing.wait(SETTLE)
+                else:
+                    receiver.arrived.set()
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.stop = serve_in_thread(self.httpd)
+
+    def close(self) -> None:
+        self.closing.set()
+        self.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_one_owners_slow_path_pauses_a_shared_host_for_that_owner_only(settings, agent, other_user):
+    settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True  # the receiver is on 127.0.0.1
+    settings.ASKUSER_WEBHOOK_TIMEOUT = 0.5  # the slow path times out soon…
+    settings.ASKUSER_WEBHOOK_RETRY_BASE = 60.0  # …and a pause lasts a minute
+    shared = SlowPath()
+    slow = WebhookDelivery.objects.filter(owner=other_user)
+    try:
+        slow_agent, _token = await database_call(services.create_agent)("slow", other_user)
+        for n in range(2):
+            await database_call(ask_and_cancel)(slow_agent, f"{shared.url}/slow/{n}", f"slow-{n}")
+        engine.ensure_running()
+        pause = await found(lambda: DeliveryHost.objects.filter(paused_until__isnull=False).first())
+
+        await database_call(ask_and_cancel)(agent, f"{shared.url}/fast", "fast")
+
+        assert await asyncio.to_thread(shared.arrived.wait, DEADLINE), "the other owner's webhook waited"
+        assert pause.owner_id == other_user.pk
+        assert not await database_call(DeliveryHost.objects.filter(owner_id=agent.owner_id).exists)()
+    finally:
+        await database_call(slow.update)(status="failed")
+        shared.close()
+        await found(all_recorded(WebhookAttempt.objects.filter(delivery__in=slow), slow, "attempt_count"))

@@ -13,7 +13,6 @@ import ipaddress
 import json
 import os
 import secrets
-import socket
 import ssl
 import stat
 import threading
@@ -42,6 +41,7 @@ from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscripti
 from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
 from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
+from tests.dnsfake import FakeDNS
 from tests.servers import serve_in_thread
 
 DEADLINE = 10
@@ -488,20 +488,13 @@ async def test_a_device_stored_with_a_port_in_other_digits_fails_and_its_owner_s
 
 
 @pytest.fixture
-def rebinding(monkeypatch) -> list[str]:
-    """A name service where REBINDING answers 127.0.0.1 first and 127.0.0.2 afterwards (DNS
-    rebinding); other names resolve as usual. The names it was asked, in order."""
-    resolve = socket.getaddrinfo
-    asked: list[str] = []
-
-    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-        if host not in (REBINDING, REBINDING.encode()):
-            return resolve(host, port, *args, **kwargs)
-        asked.append(REBINDING)
-        return resolve("127.0.0.1" if len(asked) == 1 else "127.0.0.2", port, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    return asked
+def rebinding(settings) -> Iterator[list[str]]:
+    """A DNS server where REBINDING answers 127.0.0.1 first and 127.0.0.2 afterwards (DNS
+    rebinding), which the engine resolves with. The names it was asked, in order."""
+    dns = FakeDNS({REBINDING: ["127.0.0.1"]}, then={REBINDING: ["127.0.0.2"]})
+    settings.ASKUSER_DNS_SERVERS = [dns.address]
+    yield dns.asked
+    dns.close()
 
 
 @pytest.mark.django_db(transaction=True)
