@@ -522,6 +522,22 @@ class SeenEvent(models.Model):
         return f"{self.channel}:{self.event_id}"
 
 
+class PollOffset(models.Model):
+    """Where fetching a chat app's events goes on after a restart: for Telegram's getUpdates,
+    the update id after the last one handled, per bot (each bot numbers its updates alone)."""
+
+    channel = models.CharField(max_length=16)
+    account = models.CharField(max_length=64)  # the bot's id, the public part of its token
+    next_id = models.BigIntegerField()
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["channel", "account"], name="poll_offset_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.channel}:{self.account} at {self.next_id}"
+
+
 class Preferences(models.Model):
     """One person's choices: the language of the Control UI and when to be emailed."""
 

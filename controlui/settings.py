@@ -411,10 +411,18 @@ ASKUSER_CHAT_TIMEOUT = env_float("ASKUSER_CHAT_TIMEOUT", 30)  # seconds one send
 # The agent API refuses bodies over 64 KiB itself (413); this bounds the rest.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ASKUSER_MAX_BODY
 
+# Every line passes the secrets' mask (askuser_app/runtime/redaction.py), whatever its
+# level; httpx and httpcore log each request (its URL holds Telegram's bot token) at
+# INFO and DEBUG, kept to their warnings.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"secrets": {"()": "askuser_app.runtime.redaction.RedactSecrets"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["secrets"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
-    "loggers": {"askuser": {"level": env_str("LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "askuser": {"level": env_str("LOG_LEVEL", "INFO")},
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+    },
 }

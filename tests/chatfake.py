@@ -265,7 +265,8 @@ SLACK_USER, SLACK_DM = "U0ALICE", "D0ALICE"  # alice on Slack, and her direct me
 class FakeTelegram:
     """The Bot API methods askuser calls, on ``fake``, for the bot ``token``: messages get ids,
     and ``getUpdates`` is held, as Telegram's long poll is, until ``deliver`` gives it an
-    update past the poll's offset, its ``timeout`` runs out, or ``close`` ends every poll.
+    update past the poll's offset (at most ``limit``, 100 by default), its ``timeout`` runs out,
+    or ``close`` ends every poll.
     Clearing ``hold`` holds each message's answer until it is set again (``held`` tells)."""
 
     def __init__(self, fake: FakeAPI, token: str = TOKEN) -> None:
@@ -320,12 +321,26 @@ class FakeTelegram:
         }
         return 200, {"ok": True, "result": result}
 
+    def polled_from(self, offset: int, timeout: float = DEADLINE) -> Call:
+        """Block until a ``getUpdates`` asks from ``offset`` (every update before it was handled)."""
+
+        def asked() -> Call | None:
+            polls = self.fake._matching(self.path("getUpdates"), None)
+            return next((c for c in polls if str((c.body or {}).get("offset")) == str(offset)), None)
+
+        with self.fake._changed:
+            if not self.fake._changed.wait_for(lambda: asked() is not None, timeout=timeout):
+                offsets = [(c.body or {}).get("offset") for c in self.calls("getUpdates")]
+                raise AssertionError(f"no getUpdates from offset {offset} within {timeout}s; asked from {offsets}")
+            return asked()  # type: ignore[return-value]
+
     def _get_updates(self, call: Call) -> tuple[int, Any]:
         fields = call.body or {}
         offset, hold = int(fields.get("offset") or 0), float(fields.get("timeout") or 0)
+        limit = int(fields.get("limit") or 100)  # Telegram's default and most
 
         def due() -> list[dict[str, Any]]:
-            return [update for update in self.updates if update["update_id"] >= offset]
+            return [update for update in self.updates if update["update_id"] >= offset][:limit]
 
         with self.changed:
             self.changed.wait_for(lambda: self.closed or bool(due()), timeout=hold)

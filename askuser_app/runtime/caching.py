@@ -58,6 +58,16 @@ def keep(key: str, value: Any, seconds: float | None, *, unless_kept: bool = Fal
         warn("The cache could not keep %s (%s).", key, exc)
 
 
+def claim(key: str, seconds: float) -> bool:
+    """True when this call is the first to take ``key`` in ``seconds`` (in every process sharing
+    the cache); also True when the cache cannot say, so that what it guards is done, not lost."""
+    try:
+        return bool(cache.add(key, True, seconds))
+    except Exception as exc:
+        warn("The cache could not keep %s (%s).", key, exc)
+        return True
+
+
 def forget(key: str) -> None:
     try:
         cache.delete(key)

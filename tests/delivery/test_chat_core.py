@@ -274,6 +274,17 @@ def test_a_message_from_an_unlinked_chat_says_how_to_link(agent):
     assert "not linked" in core.reply(STRANGER, "Production").text
 
 
+def test_an_unlinked_chat_is_told_once_in_a_while_not_once_per_message(agent):
+    ask(agent)
+    other = Sender("telegram", "667", chat_id="667")
+
+    first, again = core.reply(STRANGER, "hello?"), core.reply(STRANGER, "hello??")
+
+    assert "not linked" in first.text
+    assert again.text == ""  # nothing to send
+    assert "not linked" in core.reply(other, "hi").text  # another chat is told its own once
+
+
 # --- linking -------------------------------------------------------------------------------------
 
 

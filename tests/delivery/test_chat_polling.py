@@ -166,6 +166,31 @@ def test_a_telegram_answer_the_server_fetched_wakes_the_parked_wait_within_a_sec
     assert "by alice on Telegram" in edited.body["text"] and "reply_markup" not in edited.body
 
 
+def test_no_log_line_at_debug_holds_the_bot_token(server_env, fake_api: FakeAPI, on_telegram, token, agent_pool):
+    telegram = FakeTelegram(fake_api, TOKEN)
+    env = {**embedded(server_env), "TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_API_URL": fake_api.url}
+    env |= {"LOG_LEVEL": "DEBUG", "TELEGRAM_WEBHOOK_SECRET": ""}
+    server = DaphneServer(env)
+    server.env["ASKUSER_PUBLIC_URL"] = server.url
+    try:
+        agent = AgentAtServer(server.start(), token, agent_pool)
+        prompt_id = agent.ask(QUESTION)
+        [card] = telegram.wait_for("sendMessage")
+        waiting = agent.wait(prompt_id)
+        telegram.deliver(telegram_tap(1, telegram_button(card, "Production")))
+        result, _took = woken(waiting, time.monotonic())
+        telegram.wait_for("editMessageText")
+    finally:
+        server.stop()
+        telegram.close()
+
+    assert result["status"] == "answered"
+    lines = server.output().splitlines()
+    assert any("getUpdates" in line for line in lines)  # the libraries' debug lines were written
+    secret = TOKEN.partition(":")[2]
+    assert [line for line in lines if secret in line] == []
+
+
 @pytest.mark.parametrize("how", ["tap", "reply"])
 def test_a_slack_answer_over_socket_mode_wakes_the_parked_wait_within_a_second(
     slack_without_url: WithoutURL,

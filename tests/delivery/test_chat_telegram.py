@@ -4,7 +4,10 @@ real webhook requests with the secret header, the agent's wait, the delivery eng
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
+import logging.handlers
 import threading
 from datetime import timedelta
 from io import StringIO
@@ -462,6 +465,74 @@ async def test_polling_reads_updates_without_a_public_url(telegram, linked, toke
     assert notice.body["text"] == "Skipped on Telegram by alice"
     assert then.body["offset"] == "12" and first.body.get("timeout") == "25"
     assert (await prompt_of(prompt_id)).reason == "skipped"
+    await deliveries_settle(prompt_id)
+
+
+@contextlib.asynccontextmanager
+async def polling(telegram: FakeTelegram):
+    """``adapter.poll`` running, as the server's loop runs it; stopped (and the fake's polls ended) after."""
+    task = asyncio.ensure_future(adapter.poll())
+    try:
+        yield task
+    finally:
+        task.cancel()
+        telegram.hold.set()
+        await asyncio.wait([task])
+
+
+async def test_an_update_the_sdk_cannot_read_is_skipped_and_the_next_restart_goes_on_after_it(telegram, linked, token):
+    prompt_id = await create(token)
+    await telegram.arrived("sendMessage")
+    said = logging.handlers.BufferingHandler(capacity=1000)  # after the app's first request set logging up
+    logging.getLogger("askuser").addHandler(said)
+    unreadable = {"update_id": 20, "message": {"message_id": 1, "text": "no date, no chat"}}
+    telegram.deliver(unreadable)
+    telegram.deliver(tap_update(21, 500, f"s:{prompt_id.replace('-', '')}"))
+
+    async with polling(telegram):
+        [notice] = await telegram.arrived("answerCallbackQuery")
+        await asyncio.to_thread(telegram.polled_from, 22)
+    logging.getLogger("askuser").removeHandler(said)
+    async with polling(telegram):  # a restart: Telegram is asked from where the last process stopped
+        await telegram.arrived("getUpdates", len(telegram.calls("getUpdates")) + 1)
+
+    assert notice.body["text"] == "Skipped on Telegram by alice"
+    assert (await prompt_of(prompt_id)).reason == "skipped"
+    first_after_restart = telegram.calls("getUpdates")[-1]
+    assert first_after_restart.body["offset"] == "22"
+    assert "Skipped a Telegram update askuser cannot read (20)." in [r.getMessage() for r in said.buffer]
+    await deliveries_settle(prompt_id)
+
+
+STRANGERS = 100
+
+
+async def test_a_flood_of_strangers_never_delays_a_tap_and_each_stranger_is_told_once(telegram, linked, token):
+    prompt_id = await create(token)
+    await telegram.arrived("sendMessage")
+    strangers = [10_000 + i for i in range(STRANGERS)]
+    for round_ in range(2):  # each stranger writes twice: two batches of 100, as Telegram hands them out
+        for i, stranger in enumerate(strangers):
+            telegram.deliver(text_update(1 + round_ * STRANGERS + i, "hello?", user_id=stranger, chat=stranger))
+    tap_id = 2 * STRANGERS + 1
+    telegram.deliver(tap_update(tap_id, 500, f"s:{prompt_id.replace('-', '')}"))
+    telegram.hold.clear()  # every message sent, a stranger's reply too, is held until the tap is answered
+
+    async with polling(telegram):
+        [notice] = await telegram.arrived("answerCallbackQuery")
+        replied_before_the_tap = len(telegram.calls("sendMessage")) - 1  # the card was the first
+        telegram.hold.set()
+        await asyncio.to_thread(telegram.polled_from, tap_id + 1)
+        sent = await telegram.arrived("sendMessage", 1 + STRANGERS)
+
+    assert notice.body["text"] == "Skipped on Telegram by alice"
+    # Handled one at a time, each stranger's reply first, the tap would wait for all 100 replies.
+    assert replied_before_the_tap < STRANGERS // 4
+    told = [int(call.body["chat_id"]) for call in sent[1:]]
+    assert sorted(told) == strangers  # each once, not twice
+    assert {call.body["text"] for call in sent[1:]} == {
+        "This chat is not linked to askuser. Open Chat apps in askuser, get a link code and send it here."
+    }
     await deliveries_settle(prompt_id)
 
 

@@ -37,8 +37,8 @@ from askuser_app.delivery.chats.base import (
     decode,
 )
 from askuser_app.domain import services, textreply, wording
-from askuser_app.models import ChatLink, Delivery, LinkCode, Prompt, SeenEvent
-from askuser_app.runtime import i18n
+from askuser_app.models import ChatLink, Delivery, LinkCode, PollOffset, Prompt, SeenEvent
+from askuser_app.runtime import caching, i18n
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -52,6 +52,8 @@ CODE_ALPHABET = "ACDEFGHJKMNPQRTUVWXY34679"
 CODE_LENGTH = 8
 CODE_VALID = timedelta(minutes=10)
 SEEN_KEPT = timedelta(days=1)  # platforms retry within minutes; a day is plenty
+# A chat not linked is told so once in this time: a stranger's flood gets one answer, not one each.
+NOT_LINKED_EVERY = timedelta(minutes=5)
 
 
 # --- adapters -------------------------------------------------------------------------
@@ -209,7 +211,11 @@ def _not_yours() -> Reply:
     return Reply(_("This question is not yours."))
 
 
-def _not_linked() -> Reply:
+def _not_linked(sender: Sender) -> Reply:
+    """How to link, or nothing (an empty text) when this chat was told so lately."""
+    key = f"askuser:not-linked:{sender.channel}:{sender.chat_id or sender.user_id}"
+    if not caching.claim(key, NOT_LINKED_EVERY.total_seconds()):
+        return Reply("")
     return Reply(_("This chat is not linked to askuser. Open Chat apps in askuser, get a link code and send it here."))
 
 
@@ -359,7 +365,7 @@ def reply(sender: Sender, text: str, *, prompt_id: uuid.UUID | None = None) -> R
         return link(sender, text)
     if prompt_id is None:
         if linked is None:
-            return _not_linked()
+            return _not_linked(sender)
         pending = Prompt.objects.filter(session__owner_id=linked.user_id, status=Prompt.Status.PENDING)
         oldest = pending.order_by("created_at").first()
         if oldest is None:
@@ -447,6 +453,17 @@ def seen(channel: str, event_id: str) -> bool:
         log.info("Ignored a repeated %s event %s.", channel, event_id)
         return True
     return False
+
+
+def poll_offset(channel: str, account: str) -> int | None:
+    """Where fetching ``account``'s events on ``channel`` goes on; None before its first."""
+    return PollOffset.objects.filter(channel=channel, account=account).values_list("next_id", flat=True).first()
+
+
+def keep_poll_offset(channel: str, account: str, next_id: int) -> None:
+    PollOffset.objects.update_or_create(
+        channel=channel, account=account, defaults={"next_id": next_id, "at": timezone.now()}
+    )
 
 
 def prune_seen() -> int:

@@ -8,17 +8,20 @@ against ``X-Telegram-Bot-Api-Secret-Token`` before its body is read, or, where
 the server has no public URL (no ``TELEGRAM_WEBHOOK_SECRET``), ``poll``
 long-polling ``getUpdates``: in the server process itself in the embedded mode
 (``askuser_app/delivery/chats/polling.py``), in ``manage.py chat_poll telegram`` in the scaled mode.
-Both hand each update to ``handle``.
+The webhook hands its update to ``handle``; ``poll`` reads a batch's updates
+at once (``read``) and sends their replies beside the fetching.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any, ClassVar, TypeVar
 
@@ -32,6 +35,7 @@ from django.views.decorators.csrf import csrf_exempt
 from telegram import error as tg_error
 from telegram.constants import ChatType
 from telegram.request import HTTPXRequest
+from telegram.warnings import PTBUserWarning
 
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
@@ -41,11 +45,15 @@ from askuser_app.runtime.asyncdb import database_call
 log = logging.getLogger("askuser")
 
 T = TypeVar("T")
+Say = Callable[[telegram.Bot], Awaitable[None]]  # what an update tells its person, sent after it is recorded
 
 MAX_TEXT = 4096  # a Telegram message's characters
 MAX_NOTICE = 200  # answerCallbackQuery's text
 MAX_UPDATE = 256 * 1024  # an update is a few KiB; anything far larger is not one
 POLL_SECONDS = 25
+ALLOWED_UPDATES = ["message", "callback_query"]
+HANDLING = 16  # updates of a batch read at once (one chat's one after another)
+REPLYING = 8  # replies sent at once, for taps and for messages each
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 
@@ -119,7 +127,8 @@ class TelegramAdapter:
     async def bot(self, *, polling: bool = False) -> AsyncIterator[telegram.Bot]:
         """A Bot on the configured API, its HTTP clients closed afterwards (a second one,
         with a longer read timeout, for ``getUpdates`` when ``polling``)."""
-        requests = HTTPXRequest(connection_pool_size=4, read_timeout=20.0)
+        # Polling, the replies of fetched updates go out on two lanes of REPLYING at once (_Replies).
+        requests = HTTPXRequest(connection_pool_size=2 * REPLYING if polling else 4, read_timeout=20.0)
         updates = HTTPXRequest(connection_pool_size=1, read_timeout=POLL_SECONDS + 10.0) if polling else requests
         bot = telegram.Bot(
             settings.TELEGRAM_BOT_TOKEN,
@@ -206,22 +215,32 @@ class TelegramAdapter:
     # --- inbound ----------------------------------------------------------------------
 
     async def handle(self, bot: telegram.Bot, update: telegram.Update) -> None:
-        """One update, once: a button tap, or a message in the private chat (or a reply to a prompt)."""
-        if await database_call(core.seen)(self.name, str(update.update_id)):
-            return
-        if update.callback_query is not None:
-            await self._tap(bot, update.callback_query)
-        elif update.message is not None and update.message.text is not None and update.message.from_user:
-            await self._message(bot, update.message, update.message.from_user)
-        else:
-            log.info("Ignored a Telegram update of a kind askuser does not read (%s).", update.update_id)
+        """One update (the webhook's): what it changes, then what the person is told."""
+        say = await self.read(update)
+        if say is not None:
+            await say(bot)
 
-    async def _tap(self, bot: telegram.Bot, query: telegram.CallbackQuery) -> None:
+    async def read(self, update: telegram.Update) -> Say | None:
+        """One update, once: a button tap, or a message in the private chat (or a reply to a
+        prompt), recorded; what to tell the person is returned, to be sent after."""
+        if await database_call(core.seen)(self.name, str(update.update_id)):
+            return None
+        if update.callback_query is not None:
+            return await self._tap(update.callback_query)
+        if update.message is not None and update.message.text is not None and update.message.from_user:
+            return await self._message(update.message, update.message.from_user)
+        log.info("Ignored a Telegram update of a kind askuser does not read (%s).", update.update_id)
+        return None
+
+    async def _tap(self, query: telegram.CallbackQuery) -> Say:
         chat = query.message.chat.id if query.message is not None else ""
         sender = Sender(self.name, str(query.from_user.id), chat_id=str(chat), handle=_handle(query.from_user))
         reply = await database_call(core.tap)(sender, query.data or "")
-        await _quietly(bot.answer_callback_query(query.id, text=_clip(reply.text, MAX_NOTICE)))
-        if reply.ask_own_words is not None and reply.prompt_id is not None and chat:
+
+        async def say(bot: telegram.Bot) -> None:
+            await _quietly(bot.answer_callback_query(query.id, text=_clip(reply.text, MAX_NOTICE)))
+            if reply.ask_own_words is None or reply.prompt_id is None or not chat:
+                return
             placeholder = _clip(_("Your answer to %(header)s") % {"header": reply.ask_own_words.header}, 64)
             asked = await _quietly(
                 bot.send_message(
@@ -233,11 +252,18 @@ class TelegramAdapter:
             if asked is not None:
                 await database_call(core.remember)(sender, reply.prompt_id, ask_message_id=asked.message_id)
 
-    async def _message(self, bot: telegram.Bot, message: telegram.Message, user: telegram.User) -> None:
+        return say
+
+    async def _message(self, message: telegram.Message, user: telegram.User) -> Say | None:
         sender = Sender(self.name, str(user.id), chat_id=str(message.chat.id), handle=_handle(user))
         reply = await database_call(self._read)(sender, message)
-        if reply is not None:
+        if reply is None or not reply.text:
+            return None
+
+        async def say(bot: telegram.Bot) -> None:
             await _quietly(bot.send_message(chat_id=message.chat.id, text=_clip(reply.text, MAX_TEXT)))
+
+        return say
 
     def _read(self, sender: Sender, message: telegram.Message) -> Reply | None:
         """What a message says: a command, an own answer after Other…, or a reply; None to stay silent."""
@@ -267,39 +293,143 @@ class TelegramAdapter:
         return core.reply(sender, text)
 
     async def poll(self) -> None:
-        """Long-poll getUpdates until cancelled (``chats/polling.py``, ``manage.py chat_poll telegram``)."""
-        offset: int | None = None
+        """Long-poll getUpdates until cancelled (``chats/polling.py``, ``manage.py chat_poll telegram``).
+
+        Each batch is read as JSON and each update parsed alone: one python-telegram-bot
+        cannot read is logged and skipped, never the batch. The next batch is asked for once
+        every update of this one is recorded (asking with the new offset confirms them to
+        Telegram, which then forgets them), and that offset is stored, so a restart goes on
+        where the last process stopped. Replies are sent beside the fetching (``_Replies``):
+        a flood of messages is never waited on by the next batch."""
+        # getUpdates is asked for as JSON (``do_api_request``) rather than through ``Bot.get_updates``,
+        # which parses a batch whole and fails it all on one update it cannot read; python-telegram-bot
+        # warns that a method of its own exists. (Set here, not at import: test runners reset filters.)
+        warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'", category=PTBUserWarning)
+        account = settings.TELEGRAM_BOT_TOKEN.partition(":")[0]  # the bot's id; the rest is the secret
+        offset = await database_call(core.poll_offset)(self.name, account)
         pause = 1.0
         async with self.bot(polling=True) as bot:
-            while True:
-                try:
-                    updates = await bot.get_updates(
-                        offset=offset, timeout=POLL_SECONDS, allowed_updates=["message", "callback_query"]
-                    )
-                except tg_error.Conflict as conflict:
-                    raise RuntimeError(
-                        f"Telegram refuses getUpdates ({conflict}): a webhook is set (deleteWebhook removes it, "
-                        "or set TELEGRAM_WEBHOOK_SECRET and serve POST /chat/telegram/webhook), or another "
-                        "process polls this bot (one getUpdates at a time)."
-                    ) from conflict
-                except tg_error.InvalidToken as refused:
-                    refusal = f"Telegram refuses the bot token ({refused}); check TELEGRAM_BOT_TOKEN."
-                    raise RuntimeError(refusal) from refused
-                except tg_error.RetryAfter as slow:
-                    await asyncio.sleep(_seconds(slow.retry_after))
-                    continue
-                except tg_error.NetworkError as failed:
-                    log.warning("Telegram getUpdates failed (%s); trying again in %.0f s.", failed, pause)
-                    await asyncio.sleep(pause)
-                    pause = min(pause * 2, 60.0)
-                    continue
-                pause = 1.0
-                for update in updates:
-                    offset = update.update_id + 1
+            replies = _Replies(bot)
+            try:
+                while True:
                     try:
-                        await self.handle(bot, update)
+                        found = await self._fetch(bot, offset)
+                    except tg_error.RetryAfter as slow:
+                        await asyncio.sleep(_seconds(slow.retry_after))
+                        continue
+                    except tg_error.NetworkError as failed:
+                        log.warning("Telegram getUpdates failed (%s); trying again in %.0f s.", failed, pause)
+                        await asyncio.sleep(pause)
+                        pause = min(pause * 2, 60.0)
+                        continue
+                    pause = 1.0
+                    if not found:
+                        continue
+                    offset = max([offset or 0, *(_next_id(data) for data in found)])
+                    updates = [update for data in found if (update := _update_of(data, bot)) is not None]
+                    await self._read_batch(updates, replies)
+                    await database_call(core.keep_poll_offset)(self.name, account, offset)
+            finally:
+                replies.cancel()
+
+    async def _fetch(self, bot: telegram.Bot, offset: int | None) -> list[Any]:
+        """One getUpdates, as JSON; a refusal that waiting does not cure as a RuntimeError."""
+        try:
+            found = await bot.do_api_request(
+                "getUpdates",
+                api_kwargs={"offset": offset, "timeout": POLL_SECONDS, "allowed_updates": ALLOWED_UPDATES},
+            )
+        except tg_error.Conflict as conflict:
+            raise RuntimeError(
+                f"Telegram refuses getUpdates ({conflict}): a webhook is set (deleteWebhook removes it, "
+                "or set TELEGRAM_WEBHOOK_SECRET and serve POST /chat/telegram/webhook), or another "
+                "process polls this bot (one getUpdates at a time)."
+            ) from conflict
+        except tg_error.InvalidToken as refused:
+            raise RuntimeError(f"Telegram refuses the bot token ({refused}); check TELEGRAM_BOT_TOKEN.") from refused
+        return found if isinstance(found, list) else []
+
+    async def _read_batch(self, updates: list[telegram.Update], replies: _Replies) -> None:
+        """Every update of a batch read, up to HANDLING at once, each chat's in order; chats with a
+        tap first (someone watches its button spin), and each reply handed to ``replies``."""
+        by_chat: dict[object, list[telegram.Update]] = {}
+        for update in updates:
+            by_chat.setdefault(_chat_of(update), []).append(update)
+        ordered = sorted(by_chat.items(), key=lambda chat: not any(u.callback_query for u in chat[1]))
+        bound = asyncio.Semaphore(HANDLING)
+
+        async def in_order(chat: object, its: list[telegram.Update]) -> None:
+            async with bound:
+                for update in its:
+                    try:
+                        say = await self.read(update)
                     except Exception:
                         log.exception("Handling Telegram update %s failed.", update.update_id)
+                        continue
+                    if say is not None:
+                        replies.send(chat, say, tap=update.callback_query is not None)
+
+        await asyncio.gather(*(in_order(chat, its) for chat, its in ordered))
+
+
+class _Replies:
+    """What fetched updates tell their people, sent beside the fetching: taps' answers and
+    messages' replies each on a lane of REPLYING at a time (a tap never queues behind a flood
+    of messages), one chat's replies in the order of its updates."""
+
+    def __init__(self, bot: telegram.Bot) -> None:
+        self.bot = bot
+        self.lanes = {True: asyncio.Semaphore(REPLYING), False: asyncio.Semaphore(REPLYING)}
+        self.last: dict[object, asyncio.Task[None]] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def send(self, chat: object, say: Say, *, tap: bool) -> None:
+        task = asyncio.create_task(self._send(self.last.get(chat), say, self.lanes[tap]))
+        self.last[chat] = task
+        self.tasks.add(task)
+        task.add_done_callback(functools.partial(self._done, chat))
+
+    def _done(self, chat: object, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if self.last.get(chat) is task:
+            del self.last[chat]
+
+    async def _send(self, before: asyncio.Task[None] | None, say: Say, lane: asyncio.Semaphore) -> None:
+        if before is not None:
+            await asyncio.wait([before])
+        async with lane:
+            try:
+                await say(self.bot)
+            except Exception:
+                log.exception("A Telegram reply failed.")
+
+    def cancel(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+
+def _next_id(data: Any) -> int:
+    """The offset that confirms ``data``: its update_id + 1 (0 when it has none to read)."""
+    update_id = data.get("update_id") if isinstance(data, dict) else None
+    return update_id + 1 if isinstance(update_id, int) and not isinstance(update_id, bool) else 0
+
+
+def _update_of(data: Any, bot: telegram.Bot) -> telegram.Update | None:
+    try:
+        return telegram.Update.de_json(data, bot)
+    except Exception:  # python-telegram-bot raises whatever the data provokes (KeyError, TypeError, …)
+        log.warning("Skipped a Telegram update askuser cannot read (%s).", _next_id(data) - 1, exc_info=True)
+        return None
+
+
+def _chat_of(update: telegram.Update) -> object:
+    """The chat whose updates are read in order: a tap's, a message's; else the update alone."""
+    if update.callback_query is not None:
+        query = update.callback_query
+        return query.message.chat.id if query.message is not None else f"user:{query.from_user.id}"
+    if update.message is not None:
+        return update.message.chat.id
+    return f"update:{update.update_id}"
 
 
 async def _quietly(call: Awaitable[T]) -> T | None:
