@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('askuser_app', '0015_agent_news'),
+        ('askuser_app', '0016_delivery_host_owner'),
     ]
 
     operations = [
