@@ -119,6 +119,8 @@ class Prompt(models.Model):
         SKIPPED = "skipped"
         # A coding agent's hook stopped waiting: its own dialog at the terminal asks instead.
         TERMINAL = "terminal"
+        # A later event of the coding agent showed it had decided at its terminal meanwhile.
+        DECIDED = "decided"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="prompts")
@@ -143,6 +145,10 @@ class Prompt(models.Model):
     extended = models.PositiveSmallIntegerField(default=0, help_text="How often the person asked for more time.")
     hook_event = models.CharField(
         max_length=32, blank=True, help_text="The coding agent's hook event that asked (PermissionRequest, …), if any."
+    )
+    hook_kind = models.CharField(max_length=16, blank=True, help_text="What a hook asked: permission, …")
+    hook_tool_use = models.CharField(
+        max_length=32, blank=True, help_text="The tool use a hook asked about (a digest its later events give)."
     )
 
     class Meta:
@@ -242,8 +248,11 @@ class PromptEvent(models.Model):
         ABORTED = "aborted"
         EXTENDED = "extended"  # not terminal: the person asked for more time
         AT_TERMINAL = "terminal"  # the agent's hook stopped waiting and asked at its terminal
+        DECIDED = "decided"  # the agent's later event showed it decided at its terminal
 
-    TERMINAL = frozenset({Kind.ANSWERED, Kind.SKIPPED, Kind.EXPIRED, Kind.CANCELLED, Kind.ABORTED, Kind.AT_TERMINAL})
+    TERMINAL = frozenset(
+        {Kind.ANSWERED, Kind.SKIPPED, Kind.EXPIRED, Kind.CANCELLED, Kind.ABORTED, Kind.AT_TERMINAL, Kind.DECIDED}
+    )
 
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="events")
     at = models.DateTimeField(default=timezone.now)

@@ -257,11 +257,15 @@ HOOK_EVENT = {
     "type": "object",
     "description": "A hook event's JSON as the agent sends it (the Claude Code hooks reference names its fields).",
     "properties": {
-        "hook_event_name": {"type": "string", "examples": ["PermissionRequest", "PreToolUse", "Notification", "Stop"]},
+        "hook_event_name": {
+            "type": "string",
+            "examples": ["PermissionRequest", "PreToolUse", "PostToolUse", "Notification", "Stop"],
+        },
         "session_id": {"type": "string"},
         "cwd": {"type": "string"},
         "tool_name": {"type": "string"},
         "tool_input": {"type": "object"},
+        "tool_use_id": {"type": "string"},
         "permission_suggestions": {"type": "array", "items": {}},
     },
 }
@@ -278,9 +282,12 @@ def hook_operation() -> dict[str, Any]:
 ``PermissionRequest`` and ``PreToolUse`` ask the person one question (Allow / Deny /
 Allow and don't ask again, the tool input as its ``detail``) and hold up to ``wait``
 seconds (default 55, at most 590; keep it below the hook's own ``timeout``) for the
-answer: allow or deny as the person said, or ``{}`` (PreToolUse: ``ask``) when nobody
-answered, and the prompt closes. ``Notification`` and ``Stop`` add a line to the
-session's timeline; they and any other event return ``{}`` at once.""",
+answer: allow or deny as the person said, or ``{}`` when nobody answered, and the
+prompt closes. ``PostToolUse``, ``PostToolUseFailure``, ``PermissionDenied``,
+``UserPromptSubmit``, ``Stop`` and a newer request show the agent decided at its
+terminal: the session's open question closes as "Decided at the terminal" (reason
+``decided``). ``Notification`` and ``Stop`` add a line to the session's timeline;
+they and any other event return ``{}`` at once.""",
         [wait],
         dict,
     )

@@ -8,17 +8,25 @@ the agent gets back is ``domain.hooks``'s; the state changes are ``services``'.
 
 - ``PermissionRequest`` and ``PreToolUse`` ask a prompt and wait for it; a
   prompt nobody answered in time, or whose agent hung up, is handed back
-  (``services.hand_back``: "Asked at the terminal instead").
+  (``services.hand_back``: "Asked at the terminal instead"). Past the caps on
+  parked waits, the hook is refused (429) before anything is asked.
+- An event that shows the agent decided at its terminal meanwhile
+  (``hooks.shows_decided``: ``PostToolUse``, ``Stop``, a newer request…)
+  closes the session's hook question (``services.decided_at_terminal``): its
+  waiting hook returns ``{}`` and every surface shows "Decided at the terminal".
 - ``Notification`` and ``Stop`` write a line in the session's timeline, tell
-  the person on their channels (a ``Stop`` only if they chose so in Settings),
+  the person on their channels (a ``Stop`` only if they chose so in Settings;
+  a ``Notification`` not while askuser holds the question it alerts about),
   and return ``{}`` at once; any other event returns ``{}``.
-- A session that already has a pending prompt answers ``{}`` at once: the
-  agent's own dialog takes over, where a 409 would read as the hook failing.
+- A session that already has a pending prompt for the same tool use answers
+  ``{}`` at once: the agent's own dialog takes over, where a 409 would read as
+  the hook failing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -47,41 +55,76 @@ async def answer_hook(
 ) -> dict[str, Any]:
     """The hook's output for the event in ``body``, waiting up to ``wait`` seconds for the person;
     ``name`` is the coding agent's (``?agent=``), in the session's title and its lines."""
-    agent, event, prompt = await _take(authorization, body, wait, name)
-    if prompt is None:
+    agent, event = await _take(authorization, body, name)
+    kind = hooks.kind_of(event)
+    if kind is None:
         return {}
-    async with hub().listen(prompt_group(prompt.pk)) as inbox:
-        result = await _result(prompt)
-        try:
-            if result is None and wait > 0:
-                with parked.hold(agent, address):
+    # Held before the prompt is asked: a hook past the caps is refused with nothing made.
+    with parked.hold(agent, address) if wait > 0 else contextlib.nullcontext():
+        prompt = await _ask(agent, event, kind, wait, name)
+        if prompt is None:
+            return {}
+        async with hub().listen(prompt_group(prompt.pk)) as inbox:
+            result = await _result(prompt)
+            try:
+                if result is None and wait > 0:
                     result = await _waiting(inbox, time.monotonic() + wait)
-        finally:
-            if result is None:
-                # Also when the agent hung up and this wait was cancelled: the prompt must not stay open.
-                result = await asyncio.shield(_hand_back(prompt, agent))
-    return hooks.decision(event, result, wait)
+            finally:
+                if result is None:
+                    # Also when the agent hung up and this wait was cancelled: the prompt must not stay open.
+                    result = await asyncio.shield(_hand_back(prompt, agent))
+    return kind.output(event, result)
 
 
 @database_call
-def _take(authorization: str | None, body: bytes, wait: float, name: str) -> tuple[Agent, Any, Prompt | None]:
-    """The token check, the event read, and what it does: a prompt asked, a line written, or nothing."""
+def _take(authorization: str | None, body: bytes, name: str) -> tuple[Agent, Any]:
+    """The token check and the event read; an event that asks nothing does here what it does."""
     agent = agentauth.agent_for(authorization)
     event = api.parse_json(body)
-    kind = hooks.event_name(event)
-    if kind in hooks.ASKING:
-        return agent, event, _ask(agent, event, wait, name)
-    said = hooks.line(event, name) if kind else None
-    if said is not None:
-        title, tell = hooks.title(event, name), hooks.tells(event)
-        services.post_agent_note(agent, hooks.session_key(event), said, title=title, tell=tell)
-    return agent, event, None
+    if hooks.event_name(event) and hooks.kind_of(event) is None:
+        _learn(agent, event, name)
+    return agent, event
 
 
-def _ask(agent: Agent, event: Any, wait: float, name: str) -> Prompt | None:
-    request = hooks.permission_request(event, wait, name)
+def _learn(agent: Agent, event: Any, name: str) -> None:
+    """What an event that asks nothing tells askuser: that the terminal decided, a timeline line."""
+    _close_if_decided(agent, event)
+    said = hooks.line(event, name)
+    if said is None:
+        return
+    tell = "" if _already_asking(agent, event) else hooks.tells(event)
+    title = hooks.title(event, name)
+    services.post_agent_note(agent, hooks.session_key(event), said, title=title, tell=tell)
+
+
+def _close_if_decided(agent: Agent, event: Any) -> None:
+    if hooks.event_name(event) not in hooks.DECIDING or not _has_session(event):
+        return
+    asked = services.open_hook_question(agent, hooks.session_key(event))
+    if asked is not None and hooks.shows_decided(event, asked.hook_tool_use):
+        services.decided_at_terminal(asked, agent=agent, event=hooks.event_name(event))
+
+
+def _already_asking(agent: Agent, event: Any) -> bool:
+    """Whether askuser holds the question this ``Notification`` alerts about: one alert is enough."""
+    alerted = hooks.alerted_kinds(event)
+    asked = services.open_hook_question(agent, hooks.session_key(event)) if alerted else None
+    return asked is not None and asked.hook_kind in alerted
+
+
+def _has_session(event: Any) -> bool:
+    session_id = event.get("session_id")
+    return isinstance(session_id, str) and bool(session_id.strip())
+
+
+@database_call
+def _ask(agent: Agent, event: Any, kind: hooks.Kind, wait: float, name: str) -> Prompt | None:
+    """The prompt ``event`` asks; None when its session holds one for the same tool use."""
+    request = kind.asks(event, wait, name)
+    _close_if_decided(agent, event)  # a newer request: the older one was decided at the terminal
+    hook = services.HookAsk(hooks.event_name(event), kind.name, hooks.tool_use(event))
     try:
-        return services.ask(agent, request, hook_event=hooks.event_name(event)).prompt
+        return services.ask(agent, request, hook=hook).prompt
     except services.Conflict as busy:
         if busy.code != "session_busy":
             raise

@@ -490,7 +490,7 @@ class ResultOut(Document):
         description="While pending: how many times the person asked for more time (each moves expires_at later).",
     )
     answers: AnswersOut | None = None
-    reason: Literal["expired", "cancelled", "aborted", "skipped", "terminal"] | None = None
+    reason: Literal["expired", "cancelled", "aborted", "skipped", "terminal", "decided"] | None = None
     resolved_by: str | None = None
     surface: str | None = None
     resolved_at: str | None = None

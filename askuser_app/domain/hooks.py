@@ -3,21 +3,29 @@
 Claude Code sends a hook event's JSON to a command hook's stdin or in an http
 hook's body, and reads the hook's output JSON back; Codex decides a
 ``PermissionRequest`` with the same shape. The field names are the hooks
-reference's (code.claude.com/docs/en/hooks): every event carries
-``session_id``, ``cwd`` and ``hook_event_name``; ``PermissionRequest`` and
-``PreToolUse`` add ``tool_name`` and ``tool_input`` (and the first
-``permission_suggestions``); ``Notification`` adds ``message`` and
+reference's and the types of ``@anthropic-ai/claude-agent-sdk`` (``sdk.d.ts``:
+``HOOK_EVENTS``, every ``*HookInput``; ``sdk-tools.d.ts``: each tool's input):
+every event carries ``session_id``, ``cwd`` and ``hook_event_name``;
+``PermissionRequest`` adds ``tool_name``, ``tool_input`` and
+``permission_suggestions``; ``PreToolUse``, ``PostToolUse``,
+``PostToolUseFailure`` and ``PermissionDenied`` add ``tool_name``,
+``tool_input`` and ``tool_use_id``; ``Notification`` adds ``message`` and
 ``notification_type``; ``Stop`` ``last_assistant_message``.
 
 What this module decides, and ``agents.hooks`` serves:
 
 - which askuser session an agent conversation is (``session_key``, ``title``);
-- the prompt a permission asks (``permission_request``): one single-select
-  question, the tool input shown verbatim as its ``detail``;
-- what the agent gets back (``decision``): allow or deny as the person said,
-  and ``{}`` (PreToolUse: ``ask``) when nobody did, so the agent's own dialog
-  at the terminal asks instead; never a deny the person did not give;
-- the timeline line a ``Notification`` or ``Stop`` becomes (``line``).
+- which kind of question an event asks (``KINDS``, ``kind_of``): each ``Kind``
+  says which events ask it, the prompt it asks and the output its answer
+  becomes, and which ``Notification`` alerts the person about it; a new kind
+  is one more entry;
+- whether a later event shows the agent decided at its terminal meanwhile
+  (``shows_decided``): the question then closes, and no late answer decides;
+- what the agent gets back: the person's decision, and ``{}`` when nobody
+  decided, so the agent's own dialog at the terminal asks instead; never a
+  deny, nor an ``ask``, the person did not give;
+- the timeline line a ``Notification`` or ``Stop`` becomes (``line``);
+- the hooks to install in Claude Code's settings (``claude_code_settings``).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import difflib
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,7 +46,13 @@ ALLOW, DENY, ALLOW_ALWAYS = "Allow", "Deny", "Allow and don't ask again"
 AGENT = "Claude Code"
 PERMISSION_REQUEST, PRE_TOOL_USE = "PermissionRequest", "PreToolUse"
 NOTIFICATION, STOP = "Notification", "Stop"
-ASKING = frozenset({PERMISSION_REQUEST, PRE_TOOL_USE})
+POST_TOOL_USE, POST_TOOL_USE_FAILURE, PERMISSION_DENIED = "PostToolUse", "PostToolUseFailure", "PermissionDenied"
+USER_PROMPT_SUBMIT = "UserPromptSubmit"
+# Events that come only once the agent decided a tool use: they name the one they follow.
+AFTER_TOOL_USE = frozenset({POST_TOOL_USE, POST_TOOL_USE_FAILURE, PERMISSION_DENIED})
+# Events that come only once the agent decided whatever it was asking: the person typed
+# a new prompt at the terminal, or the agent's turn ended.
+AFTER_ANY = frozenset({USER_PROMPT_SUBMIT, STOP})
 LAST_MESSAGE = 300  # characters of the agent's last message a Stop line shows
 CUT = "\n… (cut here: {more} more characters)"
 EDITS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
@@ -82,7 +96,7 @@ def title(event: Event, agent: str = AGENT) -> str:
     return f"{agent} · {folder}"[: contract.MAX_TITLE] if folder else agent
 
 
-# --- asking ---------------------------------------------------------------------------------
+# --- asking: a permission -------------------------------------------------------------------
 
 
 def permission_request(event: Event, wait: float, agent: str = AGENT) -> contract.CreatePromptIn:
@@ -92,10 +106,10 @@ def permission_request(event: Event, wait: float, agent: str = AGENT) -> contrac
         raise contract.ContractError([{"path": "tool_name", "message": "must be the tool's name (a string)"}])
     tool_input = event.get("tool_input")
     tool_input = tool_input if isinstance(tool_input, dict) else {}
-    options = [{"label": ALLOW}, {"label": DENY}]
-    if suggestions(event):
-        options.append({"label": ALLOW_ALWAYS, "description": "Add the rule the agent suggests"})
-    question = {
+    options: list[dict[str, str]] = [{"label": ALLOW}, {"label": DENY}]
+    if rules := always_rules(event):
+        options.append({"label": ALLOW_ALWAYS, "description": rules})
+    question: dict[str, Any] = {
         "id": QUESTION_ID,
         "header": " ".join(contract.visible(tool).split()),
         "question": _asking(tool, tool_input, event.get("cwd")),
@@ -104,10 +118,14 @@ def permission_request(event: Event, wait: float, agent: str = AGENT) -> contrac
     shown = detail(tool, tool_input)
     if shown:
         question["detail"] = shown
+    return _prompt(event, wait, agent, [question])
+
+
+def _prompt(event: Event, wait: float, agent: str, questions: list[dict[str, Any]]) -> contract.CreatePromptIn:
     body = {
         "session": session_key(event),
         "title": title(event, agent),
-        "questions": [question],
+        "questions": questions,
         # The hook closes the prompt when its wait ends; the deadline only backs that up.
         "timeoutSeconds": min(max(math.ceil(wait) + 5, contract.MIN_TIMEOUT), contract.MAX_TIMEOUT),
     }
@@ -131,17 +149,33 @@ def _relative(path: str, cwd: Any) -> str:
     return path
 
 
+# The fields each tool's input shows first, as the person reads them (``_main``); every
+# other non-empty field follows under it, these first: each widens what is allowed.
+MAIN_FIELDS = {
+    "Bash": ("command",),
+    "WebFetch": ("url",),
+    "Write": ("file_path", "content"),
+    "Edit": ("file_path", "old_string", "new_string"),
+    "MultiEdit": ("file_path", "edits"),
+}
+DANGEROUS_FIELDS = ("dangerouslyDisableSandbox", "run_in_background", "replace_all")
+MAX_FIELD = 300  # characters of one more field's value shown
+
+
 def detail(tool: str, tool_input: Mapping[str, Any]) -> str:
-    """The tool input as the person should read it, verbatim, cut visibly at the contract's length."""
-    text = _shown(tool, tool_input)
-    text = contract.visible(text).strip("\n").rstrip()
-    if len(text) > contract.MAX_DETAIL:
-        room = contract.MAX_DETAIL - len(CUT.format(more=len(text)))
-        text = text[:room] + CUT.format(more=len(text) - room)
+    """The tool input as the person should read it: the main part verbatim, then every other
+    field; the main part is cut visibly at the contract's length, never the fields under it."""
+    main = contract.visible(_main(tool, tool_input)).strip("\n").rstrip()
+    more = _more_fields(tool, tool_input)
+    room = contract.MAX_DETAIL - (len(more) + 2 if more else 0)
+    if len(main) > room:
+        keep = room - len(CUT.format(more=len(main)))
+        main = main[:keep] + CUT.format(more=len(main) - keep)
+    text = f"{main}\n\n{more}" if main.strip() and more else main if main.strip() else more
     return text if text.strip() else ""
 
 
-def _shown(tool: str, tool_input: Mapping[str, Any]) -> str:
+def _main(tool: str, tool_input: Mapping[str, Any]) -> str:
     def given(name: str) -> str:
         value = tool_input.get(name)
         return value if isinstance(value, str) else ""
@@ -161,21 +195,94 @@ def _shown(tool: str, tool_input: Mapping[str, Any]) -> str:
     return json.dumps(tool_input, indent=2, ensure_ascii=False)
 
 
+def _more_fields(tool: str, tool_input: Mapping[str, Any]) -> str:
+    """``name: value`` for each field the main part does not show, the dangerous ones first."""
+    main = MAIN_FIELDS.get(tool)
+    if main is None or not isinstance(tool_input.get(main[0]), str):  # shown whole, as JSON
+        return ""
+    rest = [name for name, value in tool_input.items() if name not in main and _said(value)]
+    rest.sort(key=lambda name: DANGEROUS_FIELDS.index(name) if name in DANGEROUS_FIELDS else len(DANGEROUS_FIELDS))
+    lines = [f"{' '.join(contract.visible(str(name)).split())[:64]}: {_value(tool_input[name])}" for name in rest]
+    return "\n".join(lines)
+
+
+def _said(value: Any) -> bool:
+    """Not empty: ``false`` (a flag left off) is, ``0`` is not."""
+    return not (value is None or value is False or (isinstance(value, str | list | dict) and not value))
+
+
+def _value(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(contract.visible(text).split())
+    return text if len(text) <= MAX_FIELD else text[:MAX_FIELD] + "…"
+
+
 def _diff(old: str, new: str) -> str:
     lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2)
     return "\n".join(line for line in lines if not line.startswith(("---", "+++")))
 
 
+# "Allow and don't ask again" applies the agent's ``permission_suggestions``
+# (``PermissionUpdate`` in sdk.d.ts). Only narrow ones are offered, each said as it
+# will be applied; a whole tool, a mode, or the person's user settings (every
+# project) are broad, and never granted by one tap.
+DESTINATIONS = {
+    "localSettings": "in this project's local settings",
+    "projectSettings": "in this project's settings",
+    "session": "for this session",
+    "cliArg": "for this run",
+}
+WHOLE_TOOL = frozenset({"", "*", ":*", "**"})
+MAX_RULES_SAID = 200  # an option's description
+
+
 def suggestions(event: Event) -> list[Any]:
-    found = event.get("permission_suggestions") if event.get("hook_event_name") == PERMISSION_REQUEST else None
-    return found if isinstance(found, list) else []
+    """The agent's suggestions that "Allow and don't ask again" grants: the narrow ones, as given."""
+    found = event.get("permission_suggestions") if event_name(event) == PERMISSION_REQUEST else None
+    narrow = [update for update in found if _rule_said(update)] if isinstance(found, list) else []
+    return narrow if _rules_said(narrow) else []
 
 
-# --- answering ------------------------------------------------------------------------------
+def always_rules(event: Event) -> str:
+    """ "Allow `Bash(npm test:*)` in this project's settings": what "Allow and don't ask again"
+    grants, one clause a suggestion; "" when there is nothing narrow to grant (no such option)."""
+    return _rules_said(suggestions(event)) if event_name(event) == PERMISSION_REQUEST else ""
+
+
+def _rules_said(updates: list[Any]) -> str:
+    said = "; ".join(filter(None, (_rule_said(update) for update in updates)))
+    return said if len(said) <= MAX_RULES_SAID and contract.visible(said) == said else ""
+
+
+def _rule_said(update: Any) -> str:
+    """One suggestion as it will be applied; "" for a broad one or one askuser cannot read."""
+    where = DESTINATIONS.get(str(update.get("destination"))) if isinstance(update, dict) else None
+    if where is None:  # the person's user settings (every project), or a place askuser does not know
+        return ""
+    if update.get("type") == "addRules" and update.get("behavior") == "allow":
+        rules = update.get("rules")
+        named = [_rule(rule) for rule in rules] if isinstance(rules, list) and rules else [""]
+        return f"Allow {', '.join(named)} {where}" if all(named) else ""
+    folders = update.get("directories")
+    if update.get("type") == "addDirectories" and isinstance(folders, list) and folders:
+        named = [f"`{d}`" for d in folders if isinstance(d, str) and d.strip()]
+        return f"Allow working in {', '.join(named)} {where}" if len(named) == len(folders) else ""
+    return ""  # a mode, a rule removed or replaced: never one tap
+
+
+def _rule(rule: Any) -> str:
+    if not isinstance(rule, dict) or not isinstance(tool := rule.get("toolName"), str) or not tool.strip():
+        return ""
+    content = rule.get("ruleContent")
+    if not isinstance(content, str) or content.strip() in WHOLE_TOOL:
+        return ""  # the whole tool
+    return f"`{tool}({content})`"
+
+
+# --- answering a permission -------------------------------------------------------------------
 
 DENIED_BY = "Denied by {user} {where}"
 DENIED = "Denied {where}"
-NO_ANSWER = "Nobody answered in askuser within {wait} s."
 
 
 @dataclass(frozen=True)
@@ -188,7 +295,8 @@ class Said:
 
 
 def said(result: Mapping[str, Any] | None) -> Said | None:
-    """The person's decision in ``result``; None when nobody decided (skipped, expired, cancelled…)."""
+    """The person's decision in ``result``; None when nobody decided (skipped, expired, decided at
+    the terminal…)."""
     if not result or result.get("status") != "answered":
         return None
     chosen = result["details"][QUESTION_ID]
@@ -204,13 +312,13 @@ def said(result: Mapping[str, Any] | None) -> Said | None:
     return Said(allow=False, message=message.strip())
 
 
-def decision(event: Event, result: Mapping[str, Any] | None, wait: float) -> dict[str, Any]:
-    """The hook's output for ``result``: the person's decision, or none (``{}``, PreToolUse ``ask``)."""
-    name, person = event_name(event), said(result)
-    if name == PRE_TOOL_USE:
-        return {"hookSpecificOutput": {"hookEventName": PRE_TOOL_USE, **_pre_tool_use(person, wait)}}
+def permission_output(event: Event, result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The hook's output for a permission's ``result``: the person's decision, or ``{}``."""
+    person = said(result)
     if person is None:
         return {}
+    if event_name(event) == PRE_TOOL_USE:
+        return {"hookSpecificOutput": {"hookEventName": PRE_TOOL_USE, **_pre_tool_use(person)}}
     chosen: dict[str, Any] = {"behavior": "allow" if person.allow else "deny"}
     if person.always:
         chosen["updatedPermissions"] = suggestions(event)
@@ -219,12 +327,103 @@ def decision(event: Event, result: Mapping[str, Any] | None, wait: float) -> dic
     return {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": chosen}}
 
 
-def _pre_tool_use(person: Said | None, wait: float) -> dict[str, str]:
-    if person is None:
-        return {"permissionDecision": "ask", "permissionDecisionReason": NO_ANSWER.format(wait=f"{wait:g}")}
+def _pre_tool_use(person: Said) -> dict[str, str]:
     if person.allow:
         return {"permissionDecision": "allow", "permissionDecisionReason": "Allowed in askuser"}
     return {"permissionDecision": "deny", "permissionDecisionReason": person.message}
+
+
+# --- the kinds of question ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of question a coding agent's hook asks its person."""
+
+    name: str  # stored with the prompt (``Prompt.hook_kind``)
+    events: frozenset[str]  # the hook events that ask it
+    tools: frozenset[str] | None  # the tools it asks about; None: any no other kind claims
+    asks: Callable[[Event, float, str], contract.CreatePromptIn]  # the prompt: (event, wait, agent)
+    output: Callable[[Event, Mapping[str, Any] | None], dict[str, Any]]  # the answer (None: nobody's) as output
+    alerted_by: frozenset[str]  # ``notification_type``s that alert the person of this same question
+
+
+PERMISSION = Kind(
+    name="permission",
+    events=frozenset({PERMISSION_REQUEST, PRE_TOOL_USE}),
+    tools=None,
+    asks=permission_request,
+    output=permission_output,
+    alerted_by=frozenset({"permission_prompt"}),
+)
+KINDS = (PERMISSION,)
+ASKING = frozenset(name for kind in KINDS for name in kind.events)
+# Every event that may show the agent decided its session's question at the terminal (``shows_decided``).
+DECIDING = AFTER_TOOL_USE | AFTER_ANY | ASKING
+
+
+def kind_of(event: Event) -> Kind | None:
+    """The kind of question ``event`` asks: the one made for its tool, else the one for any tool."""
+    name, tool = event_name(event), event.get("tool_name")
+    asking = [kind for kind in KINDS if name in kind.events]
+    made_for = [kind for kind in asking if kind.tools is not None and tool in kind.tools]
+    return next(iter(made_for or [kind for kind in asking if kind.tools is None]), None)
+
+
+def decision(event: Event, result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The hook's output for ``result``; ``{}`` when nobody decided, so the terminal asks."""
+    kind = kind_of(event)
+    return kind.output(event, result) if kind is not None else {}
+
+
+def alerted_kinds(event: Event) -> frozenset[str]:
+    """The kinds of question a ``Notification`` alerts the person about, by its ``notification_type``."""
+    told = event.get("notification_type") if event_name(event) == NOTIFICATION else None
+    return frozenset(kind.name for kind in KINDS if told in kind.alerted_by)
+
+
+# --- decided at the terminal ---------------------------------------------------------------------
+
+
+def tool_use(event: Event) -> str:
+    """What names the tool use an asking event asks about, to know the events that follow it:
+    its ``tool_use_id`` where it has one (``PreToolUse``), else its tool and input
+    (``PermissionRequest`` has no id); "" for an event that names no tool use."""
+    return _named_by_id(event) or _named_by_input(event)
+
+
+def tool_uses(event: Event) -> frozenset[str]:
+    """Both names an event after a tool use gives it (it carries the id and the input)."""
+    return frozenset(filter(None, (_named_by_id(event), _named_by_input(event))))
+
+
+def _named_by_id(event: Event) -> str:
+    use_id = event.get("tool_use_id")
+    return _digest("id", use_id) if isinstance(use_id, str) and use_id else ""
+
+
+def _named_by_input(event: Event) -> str:
+    tool = event.get("tool_name")
+    return _digest("input", [tool, event.get("tool_input")]) if isinstance(tool, str) and tool else ""
+
+
+def _digest(what: str, value: Any) -> str:
+    text = json.dumps([what, value], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def shows_decided(event: Event, asked: str) -> bool:
+    """Whether ``event`` shows the agent decided, at its terminal, the tool use named ``asked``
+    (``tool_use``) that its session's hook question asks: it comes after that tool use
+    (``PostToolUse``, ``PostToolUseFailure``, ``PermissionDenied``), after anything
+    (``UserPromptSubmit``, ``Stop``), or it is a newer request of the main thread."""
+    name = event_name(event)
+    if name in AFTER_TOOL_USE:
+        return asked in tool_uses(event)
+    if name in AFTER_ANY:
+        return True
+    # A subagent's request (``agent_id``) may run beside the main thread's: it says nothing of it.
+    return kind_of(event) is not None and not event.get("agent_id") and asked != tool_use(event)
 
 
 # --- telling --------------------------------------------------------------------------------
@@ -263,3 +462,34 @@ def tells(event: Event) -> Literal["", "waiting", "finished"]:
 
 def _fit(text: str) -> str:
     return contract.visible(text)[:4000]
+
+
+# --- installing ----------------------------------------------------------------------------------
+
+TOKEN_VARIABLE = "ASKUSER_TOKEN"
+TOLD_TIMEOUT = 10  # seconds: an event that only tells askuser something is answered at once
+# What the recommended configuration sends: the events that ask wait for the person; the others
+# tell askuser what happened (a timeline line, or that the terminal decided) and return at once.
+INSTALLED = (
+    PERMISSION_REQUEST,
+    NOTIFICATION,
+    STOP,
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+    PERMISSION_DENIED,
+    USER_PROMPT_SUBMIT,
+)
+
+
+def claude_code_settings(server_url: str, wait: int = DEFAULT_WAIT) -> dict[str, Any]:
+    """The ``hooks`` of Claude Code's settings askuser recommends (docs/HOOKS.md shows them): every
+    event it asks or learns from, the token read from the environment, and a ``timeout`` above
+    each ``wait``, so that the agent never gives up on a hook before askuser answers."""
+
+    def hook(waits: int, timeout: int) -> list[dict[str, Any]]:
+        url = f"{server_url.rstrip('/')}/api/v1/hooks?wait={waits}"
+        headers = {"Authorization": f"Bearer ${TOKEN_VARIABLE}"}
+        call = {"type": "http", "url": url, "headers": headers, "allowedEnvVars": [TOKEN_VARIABLE], "timeout": timeout}
+        return [{"hooks": [call]}]
+
+    return {"hooks": {name: hook(wait, wait + 5) if name in ASKING else hook(0, TOLD_TIMEOUT) for name in INSTALLED}}

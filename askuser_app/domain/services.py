@@ -145,11 +145,21 @@ class Asked:
     created: bool  # False when an Idempotency-Key replayed an earlier create
 
 
+@dataclass(frozen=True)
+class HookAsk:
+    """What a coding agent's hook asks with: its event (for staff), the kind of question,
+    and the name of the tool use, which its later events give when the agent decided it."""
+
+    event: str
+    kind: str
+    tool_use: str = ""
+
+
 def ask(
-    agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str | None = None, hook_event: str = ""
+    agent: Agent, request: contract.CreatePromptIn, *, idempotency_key: str | None = None, hook: HookAsk | None = None
 ) -> Asked:
-    """Store a new pending prompt for the agent's session, or refuse it; ``hook_event``
-    names the coding agent's hook event that asked, if one did (for staff)."""
+    """Store a new pending prompt for the agent's session, or refuse it; ``hook`` says
+    which coding agent's hook asked, if one did."""
     if request.run_kind != Run.Kind.MAIN:  # type: ignore[comparison-overlap]  # a TextChoices member is its str
         raise Refused("ask_user is available only in the main session; a subagent run cannot ask the user.")
     # Only a retry with the same key compares digests: without a key there is nothing to replay.
@@ -167,9 +177,10 @@ def ask(
         if not created:
             return _replay(prompt, digest)
         _store_questions(prompt, request)
-        if hook_event:  # only a hook's prompt pays for this statement
-            Prompt.objects.filter(pk=prompt.pk).update(hook_event=hook_event)
-            prompt.hook_event = hook_event
+        if hook is not None:  # only a hook's prompt pays for this statement
+            fields = {"hook_event": hook.event, "hook_kind": hook.kind, "hook_tool_use": hook.tool_use}
+            Prompt.objects.filter(pk=prompt.pk).update(**fields)
+            prompt.hook_event, prompt.hook_kind, prompt.hook_tool_use = hook.event, hook.kind, hook.tool_use
         _record(prompt, PromptEvent.Kind.CREATED, f"agent {agent.name}", "api", run_id=run.run_id)
         signals.prompt_created.send(Prompt, prompt=prompt)
         transaction.on_commit(lambda: signals.deadline_added.send(Prompt, expires_at=prompt.expires_at), robust=True)
@@ -604,6 +615,29 @@ def hand_back(prompt: Prompt, *, agent: Agent) -> Prompt:
     return _no_answer(prompt, Reason.TERMINAL, PromptEvent.Kind.AT_TERMINAL, actor=f"agent {agent.name}", surface="api")
 
 
+def open_hook_question(agent: Agent, key: str) -> Prompt | None:
+    """The pending prompt a coding agent's hook asked in the owner's session ``key``, if any."""
+    pending = Prompt.objects.filter(session__owner_id=agent.owner_id, session__key=key, status=PENDING)
+    return pending.exclude(hook_kind="").first()
+
+
+def decided_at_terminal(prompt: Prompt, *, agent: Agent, event: str) -> Prompt | None:
+    """A later hook ``event`` of the agent (``PostToolUse``, ``Stop``, …) shows it decided at its
+    terminal what the prompt asks: the prompt closes, on every surface, and an answer after this
+    one is refused, never recorded. None when the prompt was resolved meanwhile."""
+    try:
+        return _no_answer(
+            prompt,
+            Reason.DECIDED,
+            PromptEvent.Kind.DECIDED,
+            actor=f"agent {agent.name}",
+            surface="api",
+            detail={"hook_event": event},
+        )
+    except Conflict:  # answered, expired or handed back first: that stands
+        return None
+
+
 def expire(prompt: Prompt) -> Prompt:
     """Expire a prompt whose deadline has passed; refuse one that is still in time."""
     if prompt.is_pending and not prompt.is_overdue():
@@ -748,6 +782,7 @@ def _no_answer(
     actor: str = "",
     surface: str,
     overdue: bool = False,
+    detail: Mapping[str, Any] | None = None,
 ) -> Prompt:
     questions = list(prompt.questions.values_list("key", "header"))
     # An expiry happened at the deadline, whenever the loop got to it.
@@ -770,6 +805,7 @@ def _no_answer(
         resolved_at=resolved_at,
         result=result,
         overdue=overdue,
+        detail=detail or {},
     )
     return _transition(prompt, resolution)
 

@@ -78,6 +78,13 @@ OUTCOMES = {
         caption=gettext_noop("Asked at the terminal instead"),
         sentence=gettext_noop("This prompt was handed back to the agent's terminal at %(when)s; answer it there."),
     ),
+    # A later event of the coding agent showed it had decided at its terminal: an answer here
+    # would decide nothing, so none is taken.
+    "decided": Outcome(
+        word=gettext_noop("Decided at the terminal"),
+        caption=gettext_noop("Decided at the terminal"),
+        sentence=gettext_noop("Decided at the terminal at %(when)s; this answer was not recorded."),
+    ),
 }
 
 # Where a prompt was resolved, as it follows the outcome: "answered on the web". A notifier's

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+from django.conf import settings as settings_module
 from django.test import Client
 
 from askuser_app.delivery import engine
@@ -31,9 +32,15 @@ BASH = {
     "tool_name": "Bash",
     "tool_input": {"command": "rm -rf build/ && echo '<script>alert(1)</script>'", "description": "Clean"},
     "permission_suggestions": [
-        {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "rm -rf build/"}], "behavior": "allow"}
+        {
+            "type": "addRules",
+            "rules": [{"toolName": "Bash", "ruleContent": "rm -rf build/"}],
+            "behavior": "allow",
+            "destination": "localSettings",
+        }
     ],
 }
+RULE_SAID = "Allow `Bash(rm -rf build/)` in this project's local settings"
 
 
 def post_hook(token: str, event: dict | bytes, wait: float = 30) -> asyncio.Future:
@@ -73,8 +80,12 @@ async def test_a_permission_request_asks_one_question_with_the_command_shown(tok
 
     [question] = prompt.questions.all()
     assert (question.header, question.text) == ("Bash", "Run this command?")
-    assert question.detail == "rm -rf build/ && echo '<script>alert(1)</script>'"
-    assert [o.label for o in question.options.all()] == ["Allow", "Deny", "Allow and don't ask again"]
+    assert question.detail == "rm -rf build/ && echo '<script>alert(1)</script>'\n\ndescription: Clean"
+    assert [(o.label, o.description) for o in question.options.all()] == [
+        ("Allow", ""),
+        ("Deny", ""),
+        ("Allow and don't ask again", RULE_SAID),
+    ]
     assert prompt.session.title == "Claude Code · app"
     assert prompt.session.key.startswith("cc-") and len(prompt.session.key) == 23
     assert prompt.hook_event == "PermissionRequest"
@@ -103,6 +114,47 @@ async def test_allow_and_dont_ask_again_returns_the_suggestions_as_updated_permi
 
     decision = (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"]
     assert decision == {"behavior": "allow", "updatedPermissions": BASH["permission_suggestions"]}
+
+
+BROAD = [
+    {"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "allow", "destination": "localSettings"},
+    {"type": "setMode", "mode": "bypassPermissions", "destination": "session"},
+    {
+        "type": "addRules",
+        "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
+        "behavior": "allow",
+        "destination": "userSettings",
+    },
+]
+
+
+async def test_broad_suggestions_are_never_granted_by_one_tap(token, owner):
+    calling = post_hook(token, {**BASH, "permission_suggestions": BROAD})
+    prompt = await asked_prompt()
+
+    assert [o.label for o in prompt.questions.all()[0].options.all()] == ["Allow", "Deny"]
+    await answer(prompt, {"permission": "Allow"}, by=owner, surface="web")
+    assert (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+async def test_allow_and_dont_ask_again_grants_only_the_narrow_rules_it_shows(token, owner):
+    narrow = {
+        "type": "addRules",
+        "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
+        "behavior": "allow",
+        "destination": "projectSettings",
+    }
+    calling = post_hook(token, {**BASH, "permission_suggestions": [*BROAD, narrow]})
+    prompt = await asked_prompt()
+
+    always = prompt.questions.all()[0].options.all()[2]
+    assert (always.label, always.description) == (
+        "Allow and don't ask again",
+        "Allow `Bash(npm test:*)` in this project's settings",
+    )
+    await answer(prompt, {"permission": "Allow and don't ask again"}, by=owner, surface="web")
+    decision = (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "allow", "updatedPermissions": [narrow]}
 
 
 async def test_deny_says_who_denied_and_where(token, owner):
@@ -134,7 +186,7 @@ async def test_no_answer_within_wait_returns_nothing_and_closes_the_prompt(token
     assert realtime.hub().inboxes == {}
 
 
-async def test_a_pretooluse_gets_a_permission_decision_or_ask(token, owner):
+async def test_a_pretooluse_gets_a_permission_decision_or_nothing(token, owner):
     event = {**BASH, "hook_event_name": "PreToolUse"}
     event.pop("permission_suggestions")
     calling = post_hook(token, event)
@@ -150,15 +202,17 @@ async def test_a_pretooluse_gets_a_permission_decision_or_ask(token, owner):
             "permissionDecisionReason": "Denied by alice on the web",
         }
     }
-    unanswered = (await asyncio.wait_for(post_hook(token, event, wait=0.1), DEADLINE)).json()
-    assert unanswered["hookSpecificOutput"]["permissionDecision"] == "ask"
+    # Nobody answered: no decision at all, so the agent's own rules and dialog decide. An
+    # ``ask`` would refuse even ``ls`` in a headless run, where nobody sees a dialog.
+    unanswered = await asyncio.wait_for(post_hook(token, {**event, "tool_use_id": "toolu_2"}, wait=0.1), DEADLINE)
+    assert (unanswered.status_code, unanswered.json()) == (200, {})
 
 
-async def test_a_second_request_while_one_is_pending_goes_to_the_terminal_at_once(token, owner):
+async def test_the_same_request_again_while_it_is_pending_goes_to_the_terminal_at_once(token, owner):
     first = post_hook(token, BASH)
     prompt = await asked_prompt()
 
-    second = await asyncio.wait_for(post_hook(token, {**BASH, "tool_input": {"command": "ls"}}), DEADLINE)
+    second = await asyncio.wait_for(post_hook(token, BASH), DEADLINE)
 
     assert (second.status_code, second.json()) == (200, {})
     await answer(prompt, {"permission": "Allow"}, by=owner, surface="web")
@@ -218,6 +272,40 @@ def test_an_edit_shows_the_file_and_the_change():
     shown = hooks.detail("Edit", {"file_path": "/a/app.py", "old_string": "x = 1", "new_string": "x = 2"})
 
     assert shown == "/a/app.py\n\n@@ -1 +1 @@\n-x = 1\n+x = 2"
+
+
+async def test_every_other_field_of_a_command_shows_under_it_the_dangerous_ones_first(token, owner):
+    tool_input = {
+        "command": "npm run deploy",
+        "description": "Deploy",
+        "timeout": 600000,
+        "run_in_background": True,
+        "dangerouslyDisableSandbox": True,
+    }
+    calling = post_hook(token, {**BASH, "tool_input": tool_input})
+    prompt = await asked_prompt()
+
+    assert prompt.questions.all()[0].detail == (
+        "npm run deploy\n\n"
+        "dangerouslyDisableSandbox: true\nrun_in_background: true\ndescription: Deploy\ntimeout: 600000"
+    )
+    await answer(prompt, {"permission": "Deny"}, by=owner, surface="web")
+    await asyncio.wait_for(calling, DEADLINE)
+
+
+def test_an_edit_of_every_occurrence_and_a_fetchs_prompt_are_shown():
+    edit = {"file_path": "/a/app.py", "old_string": "x", "new_string": "y", "replace_all": True}
+    fetch = {"url": "https://example.com/", "prompt": "Find the token", "offset": 0}
+
+    assert hooks.detail("Edit", edit) == "/a/app.py\n\n@@ -1 +1 @@\n-x\n+y\n\nreplace_all: true"
+    assert hooks.detail("WebFetch", fetch) == "https://example.com/\n\nprompt: Find the token\noffset: 0"
+
+
+def test_a_long_command_is_cut_but_never_the_fields_under_it():
+    shown = hooks.detail("Bash", {"command": "echo " + "y" * 10_000, "dangerouslyDisableSandbox": True})
+
+    assert len(shown) <= 4000
+    assert shown.endswith("more characters)\n\ndangerouslyDisableSandbox: true")
 
 
 # --- answered on Telegram -----------------------------------------------------------------------
@@ -353,3 +441,184 @@ async def test_a_permissions_mail_links_to_its_page_and_no_mailed_link_allows_it
     assert (await database_call(Prompt.objects.get)(pk=prompt.pk)).is_pending
     await answer(prompt, {hooks.QUESTION_ID: [hooks.DENY]}, by=owner)
     assert (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+
+
+# --- decided at the terminal ---------------------------------------------------------------------
+
+TOOL_USE = {"tool_name": BASH["tool_name"], "tool_input": BASH["tool_input"], "tool_use_id": "toolu_01"}
+AFTER = {
+    "PostToolUse": {**BASE, **TOOL_USE, "hook_event_name": "PostToolUse", "tool_response": {"stdout": ""}},
+    "PostToolUseFailure": {**BASE, **TOOL_USE, "hook_event_name": "PostToolUseFailure", "error": "exit 1"},
+    "PermissionDenied": {**BASE, **TOOL_USE, "hook_event_name": "PermissionDenied", "reason": "denied"},
+    "UserPromptSubmit": {**BASE, "hook_event_name": "UserPromptSubmit", "prompt": "use make clean"},
+    "Stop": STOPPED,
+}
+
+
+@database_call
+def stored(prompt: Prompt) -> Prompt:
+    return Prompt.objects.get(pk=prompt.pk)
+
+
+@pytest.mark.parametrize("event", sorted(AFTER))
+async def test_an_event_after_the_decision_closes_the_question_as_decided_at_the_terminal(token, owner, event):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    told = await asyncio.wait_for(post_hook(token, AFTER[event]), DEADLINE)
+
+    assert (told.status_code, told.json()) == (200, {})
+    assert (await asyncio.wait_for(calling, DEADLINE)).json() == {}  # the terminal decided: askuser says nothing
+    closed = await stored(prompt)
+    assert (closed.status, closed.reason, closed.result["reason"]) == ("no_answer", "decided", "decided")
+    with pytest.raises(services.AlreadyResolved, match=r"^Decided at the terminal at .*; this answer was not recorded"):
+        await answer(closed, {"permission": "Deny"}, by=owner, surface="web")
+
+
+async def test_an_event_after_another_tool_use_leaves_the_question_open(token, owner):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+    other = {**AFTER["PostToolUse"], "tool_name": "Read", "tool_input": {"file_path": "/a"}, "tool_use_id": "toolu_9"}
+
+    assert (await asyncio.wait_for(post_hook(token, other), DEADLINE)).json() == {}
+
+    assert (await stored(prompt)).status == "pending"
+    await answer(prompt, {"permission": "Allow"}, by=owner, surface="web")
+    assert (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+async def test_a_pretooluse_question_closes_on_the_event_with_its_tool_use_id(token):
+    asked = {**BASE, **TOOL_USE, "hook_event_name": "PreToolUse"}
+    calling = post_hook(token, asked)
+    prompt = await asked_prompt()
+    # Another hook of the person's rewrote the input: the id still names the same tool use.
+    failed = {**AFTER["PostToolUseFailure"], "tool_input": {"command": "rm -rf build/"}}
+
+    assert (await asyncio.wait_for(post_hook(token, failed), DEADLINE)).json() == {}
+
+    assert (await asyncio.wait_for(calling, DEADLINE)).json() == {}
+    assert (await stored(prompt)).reason == "decided"
+
+
+async def test_a_newer_request_closes_the_older_question_and_is_asked_itself(token, owner):
+    first = post_hook(token, BASH)
+    older = await asked_prompt()
+
+    second = post_hook(token, {**BASH, "tool_input": {"command": "ls"}})
+
+    assert (await asyncio.wait_for(first, DEADLINE)).json() == {}
+    assert (await stored(older)).reason == "decided"
+    newer = await asked_prompt_besides(older)
+    await answer(newer, {"permission": "Allow"}, by=owner, surface="web")
+    assert (await asyncio.wait_for(second, DEADLINE)).json()["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+async def asked_prompt_besides(older: Prompt) -> Prompt:
+    pending = database_call(lambda: Prompt.objects.filter(status="pending").exclude(pk=older.pk).first())
+    loop_end = asyncio.get_running_loop().time() + DEADLINE
+    while (found := await pending()) is None:
+        assert asyncio.get_running_loop().time() < loop_end, "the newer request was never asked"
+        await asyncio.sleep(0.01)
+    return found
+
+
+async def test_a_subagents_request_leaves_the_main_threads_question_open(token):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    subagent = {**BASH, "tool_input": {"command": "ls"}, "agent_id": "a-1", "agent_type": "general-purpose"}
+    assert (await asyncio.wait_for(post_hook(token, subagent), DEADLINE)).json() == {}
+
+    assert (await stored(prompt)).status == "pending"
+    assert (await asyncio.wait_for(post_hook(token, STOPPED), DEADLINE)).json() == {}
+    assert (await asyncio.wait_for(calling, DEADLINE)).json() == {}
+
+
+async def test_the_web_panel_refuses_a_late_answer_and_shows_decided_at_the_terminal(token, owner):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+    await asyncio.wait_for(post_hook(token, AFTER["PostToolUse"]), DEADLINE)
+    await asyncio.wait_for(calling, DEADLINE)
+
+    @database_call
+    def late_tap_and_page() -> tuple[str, str]:
+        browser = Client()
+        browser.force_login(owner)
+        url = f"/s/{prompt.session.key}/prompts/{prompt.pk}/answer"
+        tapped = browser.post(url, {"q-permission": "2"}, headers={"HX-Request": "true"})
+        return tapped.content.decode(), browser.get(f"/s/{prompt.session.key}/").content.decode()
+
+    tapped, page = await late_tap_and_page()
+    assert "Decided at the terminal at" in tapped and "this answer was not recorded" in tapped
+    assert "Decided at the terminal" in page
+    assert (await stored(prompt)).reason == "decided"
+
+
+async def test_decided_at_the_terminal_edits_the_open_telegram_card(linked_telegram, token):
+    engine.ensure_running()
+    calling = post_hook(token, BASH)
+    await asked_prompt()
+    [card] = await linked_telegram.arrived("sendMessage")
+    assert "reply_markup" in card.body
+
+    await asyncio.wait_for(post_hook(token, AFTER["PostToolUse"]), DEADLINE)
+
+    assert (await asyncio.wait_for(calling, DEADLINE)).json() == {}
+    [edited] = await linked_telegram.arrived("editMessageText")
+    assert "Decided at the terminal" in edited.body["text"]
+    assert "reply_markup" not in edited.body
+
+
+# --- one alert per question ----------------------------------------------------------------------
+
+PERMISSION_PROMPT = {
+    **BASE,
+    "hook_event_name": "Notification",
+    "notification_type": "permission_prompt",
+    "message": "Claude needs your permission to use Bash",
+}
+
+
+async def test_the_agents_permission_alert_alerts_nobody_while_askuser_asks_it(linked_telegram, owner, token):
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    assert (await asyncio.wait_for(post_hook(token, PERMISSION_PROMPT), DEADLINE)).json() == {}
+
+    assert await news_rows() == []  # no second alert on any channel
+    await answer(prompt, {"permission": "Allow"}, by=owner, surface="web")
+    await asyncio.wait_for(calling, DEADLINE)
+    assert (await asyncio.wait_for(post_hook(token, PERMISSION_PROMPT), DEADLINE)).json() == {}
+    assert len(await news_rows()) == 1  # askuser holds no question now: the alert is the only one
+
+
+# --- refused before anything is asked -------------------------------------------------------------
+
+
+async def test_a_hook_past_the_cap_on_waits_is_refused_before_a_prompt_is_made(settings, token, owner):
+    settings.ASKUSER_MAX_WAITS_PER_AGENT = 1
+    calling = post_hook(token, BASH)
+    prompt = await asked_prompt()
+
+    refused = await asyncio.wait_for(post_hook(token, {**BASH, "session_id": "another-conversation"}), DEADLINE)
+
+    assert refused.status_code == 429
+    assert await database_call(Prompt.objects.count)() == 1
+    await answer(prompt, {"permission": "Allow"}, by=owner, surface="web")
+    await asyncio.wait_for(calling, DEADLINE)
+
+
+# --- the recommended configuration -----------------------------------------------------------------
+
+
+def test_the_recommended_settings_install_every_event_askuser_learns_from_and_the_docs_show_them():
+    recommended = hooks.claude_code_settings("http://127.0.0.1:8000")
+
+    assert set(recommended["hooks"]) >= {"PermissionRequest", "Notification", *AFTER}
+    for name, [entry] in recommended["hooks"].items():
+        [call] = entry["hooks"]
+        waits = float(call["url"].rsplit("wait=", 1)[1])
+        assert call["timeout"] > waits, name
+    docs = (settings_module.BASE_DIR / "docs" / "HOOKS.md").read_text()
+    shown = docs.split("<!-- recommended-settings -->\n```json\n", 1)[1].split("```", 1)[0]
+    assert json.loads(shown) == recommended

@@ -57,7 +57,14 @@ def test_the_figures_of_a_week(week):
         2,
         1,
     )
-    assert board.figures.by_reason == {"expired": 1, "cancelled": 1, "aborted": 0, "skipped": 0, "terminal": 0}
+    assert board.figures.by_reason == {
+        "expired": 1,
+        "cancelled": 1,
+        "aborted": 0,
+        "skipped": 0,
+        "terminal": 0,
+        "decided": 0,
+    }
     assert board.figures.answered_percent == "75%"
     # Six answers: 5, 10, 20, 30, 40, 100 s; nearest rank: the 3rd and the 6th.
     assert (board.figures.median, board.figures.p90) == (timedelta(seconds=20), timedelta(seconds=100))
