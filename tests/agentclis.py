@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +210,7 @@ class ClaudeCode:
     workdir: Path
     model_url: str
     token: str
+    started: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def settings(self, hooks: dict[str, Any]) -> None:
         """The user's ``settings.json``, with ``hooks`` as the hooks reference writes them."""
@@ -254,9 +255,7 @@ class ClaudeCode:
     def print_mode(self, prompt: str, *options: str) -> subprocess.Popen[str]:
         """``claude -p``: one prompt, run to its end (the caller waits for it)."""
         argv = self.namespace.command([str(CLAUDE), "-p", prompt, *options, "--debug"])
-        return subprocess.Popen(
-            argv, cwd=self.workdir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        return run(argv, self.env(), self.workdir, self.started)
 
 
 def http_hook(url: str, timeout: int = 40) -> list[dict[str, Any]]:
@@ -272,8 +271,29 @@ def http_hook(url: str, timeout: int = 40) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def claude(namespace, model, askuser, workdir, tmp_path) -> ClaudeCode:
-    return ClaudeCode(namespace, tmp_path / "home", workdir, model.url, askuser.token)
+def claude(namespace, model, askuser, workdir, tmp_path):
+    made = ClaudeCode(namespace, tmp_path / "home", workdir, model.url, askuser.token)
+    yield made
+    stop_all(made.started)
+
+
+def run(
+    argv: Sequence[str], env: dict[str, str], cwd: Path, started: list[subprocess.Popen[str]]
+) -> subprocess.Popen[str]:
+    """The CLI started, its output read at its end (``finished``); killed with its fixture if
+    the test ends first."""
+    process = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    started.append(process)
+    return process
+
+
+def stop_all(started: list[subprocess.Popen[str]]) -> None:
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def finished(process: subprocess.Popen[str], within: float = DEADLINE) -> str:
@@ -300,6 +320,7 @@ class Codex:
     workdir: Path
     model_url: str
     token: str
+    started: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def configure(self, hooks: dict[str, Any]) -> None:
         """``config.toml`` (the fake as the model provider) and ``hooks.json`` (Codex's hooks,
@@ -330,15 +351,7 @@ class Codex:
             "FAKE_OPENAI_KEY": "sk-fake-key-for-the-model-fake",
             "ASKUSER_TOKEN": self.token,
         }
-        return subprocess.Popen(
-            argv,
-            cwd=self.workdir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        return run(argv, env, self.workdir, self.started)
 
 
 def command_hook(url: str, timeout: int = 40) -> list[dict[str, Any]]:
@@ -351,8 +364,10 @@ def command_hook(url: str, timeout: int = 40) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def codex(namespace, model, askuser, workdir, tmp_path) -> Codex:
-    return Codex(namespace, tmp_path / "home" / ".codex", workdir, model.url, askuser.token)
+def codex(namespace, model, askuser, workdir, tmp_path):
+    made = Codex(namespace, tmp_path / "home" / ".codex", workdir, model.url, askuser.token)
+    yield made
+    stop_all(made.started)
 
 
 # --- a terminal ---------------------------------------------------------------------------
