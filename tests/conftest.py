@@ -37,7 +37,7 @@ from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.server import edge, routing
 
-pytest_plugins = ["tests.servers", "tests.chatfake", "tests.mailfake", "tests.browsers"]
+pytest_plugins = ["tests.servers", "tests.chatfake", "tests.mailfake", "tests.browsers", "tests.agentclis"]
 
 SCALED = bool(os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"))
 SCALED_REASON = (

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -61,10 +61,14 @@ class DaphneServer:
 
     The port is held from the moment the server is made (no other worker's free port can
     take it meanwhile), and a request made while Daphne starts waits in the socket's queue
-    until it is served: being ready is the answer to one request, not a poll."""
+    until it is served: being ready is the answer to one request, not a poll.
 
-    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
+    ``also``: more listening sockets it serves too (tests/agentclis.py's, bound inside a
+    network namespace); they stay the caller's to close."""
+
+    def __init__(self, env: dict[str, str], port: int | None = None, also: Sequence[socket.socket] = ()) -> None:
         self.env = env
+        self.also = list(also)
         self.listener: socket.socket | None = self._listen(port or 0)
         self.port: int = self.listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -84,10 +88,17 @@ class DaphneServer:
         listener = self.listener or self._listen(self.port)
         self.listener = None
         fd = listener.fileno()
-        command = [sys.executable, "-m", "daphne", "-v", "0", "--fd", str(fd), "controlui.asgi:application"]
+        command = [sys.executable, "-m", "daphne", "-v", "0", "--fd", str(fd)]
+        command += [f"--endpoint=fd:fileno={other.fileno()}" for other in self.also]
+        passed = (fd, *(other.fileno() for other in self.also))
         with self.log.open("ab") as log, listener:
             self.process = subprocess.Popen(
-                command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(fd,)
+                [*command, "controlui.asgi:application"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=passed,
             )
         # Only Daphne holds the socket now: if it dies, the request below is refused, not left waiting.
         self.wait_ready()
@@ -161,8 +172,8 @@ def start_server(server_env):
     """Start Daphne processes for this test; all are stopped afterwards."""
     started: list[DaphneServer] = []
 
-    def start(port: int | None = None) -> DaphneServer:
-        server = DaphneServer(server_env, port)
+    def start(port: int | None = None, also: Sequence[socket.socket] = ()) -> DaphneServer:
+        server = DaphneServer(server_env, port, also)
         started.append(server)
         return server.start()
 
