@@ -113,10 +113,6 @@ def after_the_decision(askuser) -> dict:
     return {"PermissionRequest": http_hook(askuser.hook_url(wait=60), timeout=70), **dict.fromkeys(events, told)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #32: askuser does not yet learn that the terminal decided; its question stays open until wait ends",
-)
 def test_a_terminal_answer_closes_askusers_question_as_decided_at_the_terminal(
     claude, model, askuser, workdir, terminals
 ):
