@@ -85,7 +85,8 @@ def settings_files(agent: str, project: Path) -> list[Path]:
     if agent == CODEX:
         return [settings_path(CODEX)]
     project_settings = project / ".claude"
-    return [settings_path(CLAUDE_CODE), project_settings / "settings.json", project_settings / "settings.local.json"]
+    paths = [settings_path(CLAUDE_CODE), project_settings / "settings.json", project_settings / "settings.local.json"]
+    return list(dict.fromkeys(path.resolve() for path in paths))  # the project may be the home folder
 
 
 def installed(agent: str, project: Path) -> tuple[list[Installed], list[Finding]]:
