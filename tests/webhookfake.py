@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-from askuser_app.agents.client import AskUserClient
 from askuser_app.models import WebhookDelivery
+from askuser_client.client import AskUserClient
 from tests.conftest import DEADLINE, QUESTION, auth
 from tests.servers import DaphneServer, serve_in_thread
 

@@ -50,7 +50,10 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from askuser_app.agents import refusals
-from askuser_app.agents.client import (
+from askuser_app.domain import agentauth, contract
+from askuser_app.runtime import origins, proxies
+from askuser_app.runtime.asyncdb import database_call
+from askuser_client.client import (
     DEFAULT_WAIT,
     TOOL_FIELDS,
     AskUserError,
@@ -60,9 +63,6 @@ from askuser_app.agents.client import (
     clean_title,
     new_session_key,
 )
-from askuser_app.domain import agentauth, contract
-from askuser_app.runtime import origins, proxies
-from askuser_app.runtime.asyncdb import database_call
 
 log = logging.getLogger("askuser")
 

@@ -33,11 +33,11 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from askuser_app.agents.client import SIGNATURE_HEADER, sign
 from askuser_app.delivery import egress, engine
 from askuser_app.delivery.engine import Outcome, Tried
 from askuser_app.domain import addresses
 from askuser_app.models import WebhookAttempt, WebhookDelivery
+from askuser_client.client import SIGNATURE_HEADER, sign
 
 if TYPE_CHECKING:
     from askuser_app.models import Prompt

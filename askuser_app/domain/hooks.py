@@ -25,7 +25,6 @@ What this module decides, and ``agents.hooks`` serves:
   decided, so the agent's own dialog at the terminal asks instead; never a
   deny, nor an ``ask``, the person did not give;
 - the timeline line a ``Notification`` or ``Stop`` becomes (``line``);
-- the hooks to install in Claude Code's settings (``claude_code_settings``).
 """
 
 from __future__ import annotations
@@ -462,34 +461,3 @@ def tells(event: Event) -> Literal["", "waiting", "finished"]:
 
 def _fit(text: str) -> str:
     return contract.visible(text)[:4000]
-
-
-# --- installing ----------------------------------------------------------------------------------
-
-TOKEN_VARIABLE = "ASKUSER_TOKEN"
-TOLD_TIMEOUT = 10  # seconds: an event that only tells askuser something is answered at once
-# What the recommended configuration sends: the events that ask wait for the person; the others
-# tell askuser what happened (a timeline line, or that the terminal decided) and return at once.
-INSTALLED = (
-    PERMISSION_REQUEST,
-    NOTIFICATION,
-    STOP,
-    POST_TOOL_USE,
-    POST_TOOL_USE_FAILURE,
-    PERMISSION_DENIED,
-    USER_PROMPT_SUBMIT,
-)
-
-
-def claude_code_settings(server_url: str, wait: int = DEFAULT_WAIT) -> dict[str, Any]:
-    """The ``hooks`` of Claude Code's settings askuser recommends (docs/HOOKS.md shows them): every
-    event it asks or learns from, the token read from the environment, and a ``timeout`` above
-    each ``wait``, so that the agent never gives up on a hook before askuser answers."""
-
-    def hook(waits: int, timeout: int) -> list[dict[str, Any]]:
-        url = f"{server_url.rstrip('/')}/api/v1/hooks?wait={waits}"
-        headers = {"Authorization": f"Bearer ${TOKEN_VARIABLE}"}
-        call = {"type": "http", "url": url, "headers": headers, "allowedEnvVars": [TOKEN_VARIABLE], "timeout": timeout}
-        return [{"hooks": [call]}]
-
-    return {"hooks": {name: hook(wait, wait + 5) if name in ASKING else hook(0, TOLD_TIMEOUT) for name in INSTALLED}}

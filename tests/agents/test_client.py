@@ -16,7 +16,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
 
-from askuser_app.agents.client import (
+from askuser_app.domain import services
+from askuser_app.models import Prompt
+from askuser_client.client import (
     AskUserClient,
     AsyncAskUserClient,
     AuthError,
@@ -27,8 +29,6 @@ from askuser_app.agents.client import (
     sign,
     verify_signature,
 )
-from askuser_app.domain import services
-from askuser_app.models import Prompt
 from tests.conftest import DEADLINE, QUESTION, auth, pending_prompt, until_async, until_sync, wait_until_parked
 from tests.servers import DaphneServer
 

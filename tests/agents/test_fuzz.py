@@ -26,9 +26,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from askuser_app.agents.client import verify_signature
 from askuser_app.domain import prefs
 from askuser_app.models import Message, Prompt, PushSubscription, Session
+from askuser_client.client import verify_signature
 from controlui.asgi import application
 from tests.conftest import QUESTION, asgi_request, connect, log_in, payload
 from tests.servers import DaphneServer
@@ -444,9 +444,9 @@ def test_a_reconnecting_tab_showing_any_extension_count_is_caught_up_cleanly(age
 
 @pytest.mark.parametrize("value", [*NON_ASCII_DIGITS, "1²", "٣٤", "9" * 30, "-1", "1_0", "inf"])
 def test_a_retry_after_that_is_not_ascii_digits_counts_as_no_retry_after(value):
-    from askuser_app.agents import client
     from askuser_app.delivery.chats import discord, slack
     from askuser_app.delivery.notifiers.push import adapter as push
+    from askuser_client import client
 
     header = [(b"Retry-After", value.encode())]
 

@@ -7,7 +7,6 @@ import asyncio
 import json
 
 import pytest
-from django.conf import settings as settings_module
 from django.test import Client
 
 from askuser_app.delivery import engine
@@ -18,6 +17,7 @@ from askuser_app.domain import hooks, prefs, services
 from askuser_app.models import Delivery, Message, Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
+from askuser_client import install
 from tests.chatfake import CHAT, SECRET, TOKEN, FakeTelegram, tap_update
 from tests.conftest import asgi_request
 
@@ -611,14 +611,14 @@ async def test_a_hook_past_the_cap_on_waits_is_refused_before_a_prompt_is_made(s
 # --- the recommended configuration -----------------------------------------------------------------
 
 
-def test_the_recommended_settings_install_every_event_askuser_learns_from_and_the_docs_show_them():
-    recommended = hooks.claude_code_settings("http://127.0.0.1:8000")
+def test_the_installed_hooks_send_every_event_askuser_asks_or_learns_from():
+    """``askuser install claude-code`` (the client) installs each event the server decides
+    from, with a ``timeout`` above every ``wait``: a missing one leaves a question open after
+    the terminal answered it."""
+    block = install.Plan(install.CLAUDE_CODE, "http://127.0.0.1:8000", wait=55, http=True).block()
 
-    assert set(recommended["hooks"]) >= {"PermissionRequest", "Notification", *AFTER}
-    for name, [entry] in recommended["hooks"].items():
+    assert set(block) >= {*hooks.DECIDING, hooks.NOTIFICATION}
+    for name, [entry] in block.items():
         [call] = entry["hooks"]
         waits = float(call["url"].rsplit("wait=", 1)[1])
         assert call["timeout"] > waits, name
-    docs = (settings_module.BASE_DIR / "docs" / "HOOKS.md").read_text()
-    shown = docs.split("<!-- recommended-settings -->\n```json\n", 1)[1].split("```", 1)[0]
-    assert json.loads(shown) == recommended

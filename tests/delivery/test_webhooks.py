@@ -10,11 +10,11 @@ import httpx
 import pytest
 from django.test import Client
 
-from askuser_app.agents.client import sign, verify_signature
 from askuser_app.delivery import egress, engine
 from askuser_app.domain import addresses, contract, services
 from askuser_app.models import Prompt, WebhookAttempt, WebhookDelivery, new_webhook_secret
 from askuser_app.runtime.asyncdb import database_call
+from askuser_client.client import sign, verify_signature
 from tests.conftest import DEADLINE, asgi_request, ask_async, auth, payload, until_async, until_sync
 from tests.servers import DaphneServer
 from tests.webhookfake import (

@@ -18,11 +18,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from askuser_app.agents.client import AskUserClient, extension_between
 from askuser_app.domain import contract, services
 from askuser_app.models import Message, Prompt, PromptEvent, WebhookDelivery
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import ui
+from askuser_client.client import AskUserClient, extension_between
 from tests.conftest import QUESTION, connect, parked, payload, start_wait, until_sync, wait_until_parked
 from tests.servers import DaphneServer
 from tests.webhookfake import WEBHOOK_ENV, Receiver, finished

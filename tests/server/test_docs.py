@@ -20,9 +20,9 @@ pytestmark = pytest.mark.backend_neutral
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = [README, ROOT / "askuser_app" / "server" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-SOURCES = ("askuser_app", "controlui", "bench", "tests")
+SOURCES = ("askuser_app", "controlui", "bench", "tests", "client")
 # A name starting so is a path from the checkout's root.
-ROOTED = ("askuser_app/", "controlui/", "bench/", "tests/", "docs/", "static/", "templates/")
+ROOTED = ("askuser_app/", "controlui/", "bench/", "tests/", "docs/", "static/", "templates/", "client/")
 # A name starting so is a path inside askuser_app (``server/edge.py``, ``notifiers/email/``).
 PACKAGES = ("agents", "delivery", "domain", "runtime", "server", "staff", "web", "chats", "notifiers")
 # Files of other projects that a page quotes: the path a hook shows, a frame of Daphne's in a profile.

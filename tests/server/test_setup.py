@@ -13,9 +13,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import RequestFactory
 
-from askuser_app.agents.client import AskUserClient, ServerUnavailableError
 from askuser_app.management.commands import demo_agent, mcp_stdio
 from askuser_app.models import Agent
+from askuser_client.client import AskUserClient, ServerUnavailableError
 from tests.conftest import make_user
 
 

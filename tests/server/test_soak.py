@@ -26,9 +26,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from askuser_app.agents.client import AskUserClient, ConflictError
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt, PromptEvent
+from askuser_client.client import AskUserClient, ConflictError
 from tests.conftest import QUESTION, SCALED, SCALED_REASON, log_in, make_user
 from tests.servers import DaphneServer, RedisServer
 

@@ -13,8 +13,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from askuser_app.agents.client import AskUserClient, AskUserError, clean_title
 from askuser_app.runtime.datadir import DEFAULT_URL, default_server_url
+from askuser_client.client import AskUserClient, AskUserError, clean_title
 
 PROMPTS: list[tuple[str, list[dict[str, Any]]]] = [
     (

@@ -1,6 +1,6 @@
 """Ask your human from Python: a client for the askuser agent API.
 
-    from askuser_app.agents.client import AskUserClient
+    from askuser_client.client import AskUserClient
 
     with AskUserClient("http://127.0.0.1:8000", token) as askuser:
         result = askuser.ask([question], session="support-42")
