@@ -112,7 +112,11 @@ def test_the_title_names_the_session_in_the_list_and_on_its_page(agent, browser)
 
 
 def test_a_hooks_prompt_is_marked_as_one_and_never_answered_by_one_key(agent, browser):
-    asked = services.ask(agent, contract.parse_create(payload(session="cc-hook")), hook_event="PermissionRequest")
+    asked = services.ask(
+        agent,
+        contract.parse_create(payload(session="cc-hook")),
+        hook=services.HookAsk("PermissionRequest", "permission"),
+    )
     ask(agent, session="plain")
 
     hook_page = browser.get("/s/cc-hook/").content.decode()
