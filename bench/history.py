@@ -40,7 +40,7 @@ WITH s AS (
     INSERT INTO askuser_app_prompt (
         id, agent_id, session_id, run_id, status, reason, created_at, timeout_seconds, expires_at,
         resolved_at, resolved_by_id, surface, warnings, result, idempotency_key, request_digest, callback_url,
-        extended, hook_event
+        extended, hook_event, hook_kind, hook_tool_use
     )
     SELECT gen_random_uuid(), %(agent)s, numbered.session_id, numbered.run_id,
         CASE WHEN i %% 10 < 8 THEN 'answered' ELSE 'no_answer' END,
@@ -49,7 +49,7 @@ WITH s AS (
         now() - (i * interval '77 seconds') + interval '40 seconds',
         CASE WHEN i %% 10 = 8 THEN NULL ELSE %(owner)s END,
         CASE WHEN i %% 10 = 8 THEN '' ELSE 'web' END,
-        '[]', '{{"status": "answered"}}', '', '', '', 0, ''
+        '[]', '{{"status": "answered"}}', '', '', '', 0, '', '', ''
     FROM generate_series(1, %(count)s) i JOIN numbered ON numbered.slot = i %% {SESSIONS}
     RETURNING id, status, created_at
 ), q AS (

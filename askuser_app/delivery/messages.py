@@ -265,6 +265,14 @@ def prompt_resolved(prompt: Prompt) -> None:
         return
 
     messages = Delivery.objects.filter(prompt=prompt, notice="")
+    with transaction.atomic():
+        # Lock first: the engine records a landed send on a thread of its own, and a row it turns
+        # from to_send into sent between the two updates below would be neither edited nor told.
+        list(messages.filter(state__in=(Delivery.State.SENT, Delivery.State.TO_SEND)).select_for_update())
+        _mark_resolved(messages)
+
+
+def _mark_resolved(messages: QuerySet[Delivery]) -> None:
     edits = messages.filter(state=Delivery.State.SENT).update(
         state=Delivery.State.TO_EDIT, attempts=0, next_attempt_at=timezone.now(), last_error=""
     )
