@@ -243,8 +243,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "static"
-# Served from the source folders, so the server runs without collectstatic.
+# Where ``manage.py collectstatic`` gathers the static files for a proxy to serve
+# (deploy/nginx/askuser.conf): outside the private data folder, which it cannot read.
+STATIC_ROOT = Path(env_str("ASKUSER_STATIC_ROOT") or DATA_DIR / "static")
+# Served from the source folders too, so the server runs without collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 

@@ -54,8 +54,9 @@ if os.environ.get("ASKUSER_REQUIRE_BROWSER") and not shutil.which("chromium"):
 
 
 # Modules whose tests share a costly module-scoped setup: chromium and a Daphne (the browser
-# modules), or 100,000 prompts on PostgreSQL (the admin search).
-ONE_WORKER = re.compile(r"tests/\w+/test_(browser\w*|a11y|admin_search)\.py::")
+# modules), nginx and its server processes (the deployment), or 100,000 prompts on PostgreSQL
+# (the admin search).
+ONE_WORKER = re.compile(r"tests/\w+/test_(browser\w*|a11y|admin_search|deploy)\.py::")
 
 
 class OneWorkerForSharedSetups(LoadScopeScheduling):

@@ -23,6 +23,8 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# How a server process starts, before the listening socket it is handed (``--fd N``).
+DAPHNE = ("-m", "daphne", "-v", "0", "controlui.asgi:application")
 
 
 def free_port() -> int:
@@ -64,11 +66,19 @@ class DaphneServer:
     until it is served: being ready is the answer to one request, not a poll.
 
     ``also``: more listening sockets it serves too (tests/agentclis.py's, bound inside a
-    network namespace); they stay the caller's to close."""
+    network namespace); they stay the caller's to close. ``command``: Python's arguments
+    that serve (deploy/'s command, in tests/server/test_deploy.py), Daphne's by default."""
 
-    def __init__(self, env: dict[str, str], port: int | None = None, also: Sequence[socket.socket] = ()) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        port: int | None = None,
+        also: Sequence[socket.socket] = (),
+        command: Sequence[str] = DAPHNE,
+    ) -> None:
         self.env = env
         self.also = list(also)
+        self.command = list(command)
         self.listener: socket.socket | None = self._listen(port or 0)
         self.port: int = self.listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -88,12 +98,12 @@ class DaphneServer:
         listener = self.listener or self._listen(self.port)
         self.listener = None
         fd = listener.fileno()
-        command = [sys.executable, "-m", "daphne", "-v", "0", "--fd", str(fd)]
+        command = [sys.executable, *self.command, "--fd", str(fd)]
         command += [f"--endpoint=fd:fileno={other.fileno()}" for other in self.also]
         passed = (fd, *(other.fileno() for other in self.also))
         with self.log.open("ab") as log, listener:
             self.process = subprocess.Popen(
-                [*command, "controlui.asgi:application"],
+                command,
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,
@@ -105,8 +115,10 @@ class DaphneServer:
         return self
 
     def wait_ready(self, within: float = 30.0) -> None:
+        # Behind a TLS proxy (ASKUSER_HTTPS=1) a request is asked as the proxy asks, or it is redirected.
+        headers = {"X-Forwarded-Proto": "https"} if self.env.get("ASKUSER_HTTPS") else {}
         try:
-            if httpx.get(f"{self.url}/api/v1/tool", timeout=within).status_code == 200:
+            if httpx.get(f"{self.url}/api/v1/tool", headers=headers, timeout=within).status_code == 200:
                 return
         except httpx.TransportError:
             pass

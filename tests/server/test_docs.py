@@ -22,7 +22,7 @@ README = ROOT / "README.md"
 PAGES = [README, ROOT / "askuser_app" / "server" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SOURCES = ("askuser_app", "controlui", "bench", "tests", "client")
 # A name starting so is a path from the checkout's root.
-ROOTED = ("askuser_app/", "controlui/", "bench/", "tests/", "docs/", "static/", "templates/", "client/")
+ROOTED = ("askuser_app/", "controlui/", "bench/", "tests/", "docs/", "static/", "templates/", "client/", "deploy/")
 # A name starting so is a path inside askuser_app (``server/edge.py``, ``notifiers/email/``).
 PACKAGES = ("agents", "delivery", "domain", "runtime", "server", "staff", "web", "chats", "notifiers")
 # Files of other projects that a page quotes: the path a hook shows, a frame of Daphne's in a profile.
@@ -180,3 +180,12 @@ def test_the_readme_is_a_quick_start_that_links_a_page_for_each_reader():
         assert f"(docs/{page}.md)" in text, page
     for page in ("STAFF", "CONTRIBUTING", "CONFIGURATION"):
         assert f"(docs/{page}.md)" in text, page
+
+
+def test_the_deployment_pages_sed_line_fills_in_every_placeholder_of_the_nginx_site():
+    # docs/DEPLOYMENT.md alone brings the recipe up: its sed line leaves nothing for nginx to refuse.
+    page = (ROOT / "docs" / "DEPLOYMENT.md").read_text(encoding="utf-8")
+    filled = set(re.findall(r"-e 's\|@([A-Z_0-9]+)@\|[^|]+\|'", page))
+    site = (ROOT / "deploy" / "nginx" / "askuser.conf").read_text(encoding="utf-8")
+
+    assert filled == set(re.findall(r"@([A-Z_0-9]+)@", site))
