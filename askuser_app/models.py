@@ -198,6 +198,9 @@ class Question(models.Model):
     text = models.TextField()
     multi_select = models.BooleanField(default=False)
     detail = models.TextField(blank=True, help_text="Text shown verbatim under the question (a command, a diff).")
+    rule = models.JSONField(
+        default=dict, blank=True, help_text="What its answer must be (an MCP form field's type and limits)."
+    )
 
     class Meta:
         ordering = ["prompt", "position"]

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import unicodedata
-from collections.abc import Iterable, Mapping
-from datetime import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import regex
+from django.utils.translation import gettext_noop
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
@@ -244,6 +247,19 @@ class CreatePromptIn(AskUserInput):
     )
 
 
+class TypedQuestionIn(QuestionIn):
+    """A question whose answer has a type (an MCP form's field): 0 to 4 options, and the
+    ``rule`` an answer must keep (``typed_answer``). Only askuser's own hooks ask it."""
+
+    options: list[OptionIn] = Field(default_factory=list, max_length=4)
+    rule: dict[str, Any] = Field(default_factory=dict)
+
+
+class TypedPromptIn(CreatePromptIn):
+    # A list of a narrower kind of question; the API's own requests never carry one.
+    questions: list[TypedQuestionIn] = Field(min_length=1, max_length=MAX_QUESTIONS)  # type: ignore[assignment]
+
+
 _GRAPHEME = regex.compile(r"\X")
 
 
@@ -351,9 +367,9 @@ def validated(model: type[StrictModel], data: Any) -> StrictModel:
         raise ContractError(describe_errors(exc.errors())) from None
 
 
-def parse_create(data: Any) -> CreatePromptIn:
+def parse_create(data: Any, model: type[CreatePromptIn] = CreatePromptIn) -> CreatePromptIn:
     """Validate a create body or raise ContractError naming every broken rule."""
-    request = validated(CreatePromptIn, data)
+    request = validated(model, data)
     errors = _duplicates([q.id for q in request.questions], "questions[{}].id")
     for qi, question in enumerate(request.questions):
         errors += _duplicates([o.label for o in question.options], f"questions[{qi}].options[{{}}].label")
@@ -370,6 +386,114 @@ def is_session_key(value: str) -> bool:
 def error_body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
     """Every API error: a machine code and a sentence saying what is wrong."""
     return {"error": code, "detail": detail, **extra}
+
+
+# --- typed answers -------------------------------------------------------------
+#
+# A question may carry a rule its answer keeps (``TypedQuestionIn.rule``), a small
+# JSON-schema-like description that the answer surfaces check before anything is
+# recorded:
+#   type: "string" | "number" | "integer"; required: bool (not skipped);
+#   minLength, maxLength, format ("email" | "uri" | "date" | "date-time") for text;
+#   minimum, maximum for numbers; values (with labels, as shown): the only answers
+#   (a boolean's are true and false, shown Yes and No);
+#   many: a list of them (minItems, maxItems).
+
+YES, NO = "Yes", "No"
+_INTEGER = regex.compile(r"[+-]?[0-9]+")
+_NUMBER = regex.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_EMAIL = regex.compile(r"[^@\s]+@[^@\s.]+(?:\.[^@\s.]+)+")
+_DATE = regex.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+class Unfit(Exception):
+    """An answer its question's rule refuses: ``message`` (English, a message id with
+    ``%(header)s`` and ``params``) says what would fit."""
+
+    def __init__(self, message: str, **params: Any) -> None:
+        self.message, self.params = message, params
+        super().__init__(message)
+
+
+def typed_answer(rule: Mapping[str, Any], values: Sequence[str]) -> Any:
+    """The answer ``values`` (option labels, typed text) as the rule's type: a string, a
+    number, a boolean, a list of them for ``many``, None when skipped; Unfit if it breaks the rule."""
+    if rule.get("many"):
+        chosen = [_one(rule, value) for value in values]
+        least, most = rule.get("minItems"), rule.get("maxItems")
+        if values and isinstance(least, int) and len(chosen) < least:
+            raise Unfit(gettext_noop("%(header)s: choose at least %(limit)s."), limit=least)
+        if isinstance(most, int) and len(chosen) > most:
+            raise Unfit(gettext_noop("%(header)s: choose at most %(limit)s."), limit=most)
+        return chosen
+    return _one(rule, values[0]) if values else None
+
+
+def _one(rule: Mapping[str, Any], text: str) -> Any:
+    if isinstance(rule.get("values"), list):
+        return _choice(rule["values"], rule.get("labels") or rule["values"], text)
+    kind = rule.get("type", "string")
+    if kind in ("number", "integer"):
+        return _number(rule, text, whole=kind == "integer")
+    return _text(rule, text)
+
+
+def _choice(values: list[Any], labels: list[str], text: str) -> Any:
+    for value, label in zip(values, labels, strict=True):
+        if fold(text) in (fold(label), fold(str(value))):
+            return value
+    raise Unfit(gettext_noop("%(header)s: choose one of: %(choices)s."), choices=", ".join(labels))
+
+
+def _number(rule: Mapping[str, Any], text: str, *, whole: bool) -> int | float:
+    text = text.strip().replace("_", "")
+    if whole and not _INTEGER.fullmatch(text):
+        raise Unfit(gettext_noop("%(header)s: type a whole number, like 42."))
+    if not _NUMBER.fullmatch(text):
+        raise Unfit(gettext_noop("%(header)s: type a number, like 42 or 2.5."))
+    number: int | float = int(text) if _INTEGER.fullmatch(text) else float(text)
+    if not math.isfinite(number):
+        raise Unfit(gettext_noop("%(header)s: type a number, like 42 or 2.5."))
+    least, most = rule.get("minimum"), rule.get("maximum")
+    if isinstance(least, int | float) and number < least:
+        raise Unfit(gettext_noop("%(header)s: type a number of at least %(limit)s."), limit=least)
+    if isinstance(most, int | float) and number > most:
+        raise Unfit(gettext_noop("%(header)s: type a number of at most %(limit)s."), limit=most)
+    return number
+
+
+_FORMATS = {
+    "email": gettext_noop("%(header)s: type an email address, like name@example.com."),
+    "uri": gettext_noop("%(header)s: type a full address, like https://example.com/page."),
+    "date": gettext_noop("%(header)s: type a date as year-month-day, like 2026-12-31."),
+    "date-time": gettext_noop("%(header)s: type a date and time, like 2026-12-31T17:30:00Z."),
+}
+
+
+def _text(rule: Mapping[str, Any], text: str) -> str:
+    least, most = rule.get("minLength"), rule.get("maxLength")
+    if isinstance(least, int) and len(text) < least:
+        raise Unfit(gettext_noop("%(header)s: type at least %(limit)s characters."), limit=least)
+    if isinstance(most, int) and len(text) > most:
+        raise Unfit(gettext_noop("%(header)s: type at most %(limit)s characters."), limit=most)
+    form = rule.get("format")
+    if form in _FORMATS and not _formatted(form, text):
+        raise Unfit(_FORMATS[form])
+    return text
+
+
+def _formatted(form: str, text: str) -> bool:
+    if form == "email":
+        return _EMAIL.fullmatch(text) is not None
+    if form == "uri":
+        parts = urlsplit(text)
+        return bool(parts.scheme and (parts.netloc or parts.path)) and not any(c.isspace() for c in text)
+    try:
+        if form == "date":
+            return _DATE.fullmatch(text) is not None and bool(date.fromisoformat(text))
+        return "T" in text.upper() and bool(datetime.fromisoformat(text))
+    except ValueError:
+        return False
 
 
 # --- results -----------------------------------------------------------------

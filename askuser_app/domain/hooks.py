@@ -33,6 +33,7 @@ import difflib
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -47,8 +48,10 @@ PERMISSION_REQUEST, PRE_TOOL_USE = "PermissionRequest", "PreToolUse"
 NOTIFICATION, STOP = "Notification", "Stop"
 POST_TOOL_USE, POST_TOOL_USE_FAILURE, PERMISSION_DENIED = "PostToolUse", "PostToolUseFailure", "PermissionDenied"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
-# Events that come only once the agent decided a tool use: they name the one they follow.
-AFTER_TOOL_USE = frozenset({POST_TOOL_USE, POST_TOOL_USE_FAILURE, PERMISSION_DENIED})
+ELICITATION, ELICITATION_RESULT = "Elicitation", "ElicitationResult"
+# Events that come only once the agent decided a tool use (or an MCP server's request for
+# input): they name the one they follow.
+AFTER_TOOL_USE = frozenset({POST_TOOL_USE, POST_TOOL_USE_FAILURE, PERMISSION_DENIED, ELICITATION_RESULT})
 # Events that come only once the agent decided whatever it was asking: the person typed
 # a new prompt at the terminal, or the agent's turn ended.
 AFTER_ANY = frozenset({USER_PROMPT_SUBMIT, STOP})
@@ -120,7 +123,13 @@ def permission_request(event: Event, wait: float, agent: str = AGENT) -> contrac
     return _prompt(event, wait, agent, [question])
 
 
-def _prompt(event: Event, wait: float, agent: str, questions: list[dict[str, Any]]) -> contract.CreatePromptIn:
+def _prompt(
+    event: Event,
+    wait: float,
+    agent: str,
+    questions: list[dict[str, Any]],
+    model: type[contract.CreatePromptIn] = contract.CreatePromptIn,
+) -> contract.CreatePromptIn:
     body = {
         "session": session_key(event),
         "title": title(event, agent),
@@ -128,7 +137,7 @@ def _prompt(event: Event, wait: float, agent: str, questions: list[dict[str, Any
         # The hook closes the prompt when its wait ends; the deadline only backs that up.
         "timeoutSeconds": min(max(math.ceil(wait) + 5, contract.MIN_TIMEOUT), contract.MAX_TIMEOUT),
     }
-    return contract.parse_create(body)
+    return contract.parse_create(body, model)
 
 
 def _asking(tool: str, tool_input: Mapping[str, Any], cwd: Any) -> str:
@@ -332,6 +341,189 @@ def _pre_tool_use(person: Said) -> dict[str, str]:
     return {"permissionDecision": "deny", "permissionDecisionReason": person.message}
 
 
+# --- asking: an MCP server's request for input (an elicitation) --------------------------------
+#
+# ``ElicitationHookInput``: ``mcp_server_name``, ``message``, ``mode`` ("form" by default, or
+# "url" with ``url`` and ``elicitation_id``) and a form's ``requested_schema``: a flat object
+# of primitive properties (MCP's ``PrimitiveSchemaDefinition``). Each property becomes a
+# question whose ``rule`` (``contract.typed_answer``) the answer surfaces check; the output
+# (``ElicitationHookSpecificOutput``) is ``action`` accept with ``content``, or decline.
+
+DONE, DECLINE = "Done", "Decline"
+URL_QUESTION = "link"
+URL_RULE = {"values": ["accept", "decline"], "labels": [DONE, DECLINE]}
+TEXT_TYPES = frozenset({"string", "number", "integer"})
+SNAKE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def elicitation(event: Event, wait: float, agent: str = AGENT) -> contract.CreatePromptIn:
+    """The prompt an MCP server's elicitation asks: its form's fields, or its link to open."""
+    if event.get("mode") == "url":
+        server, message = _said_field(event, "mcp_server_name", 64), _said_field(event, "message", 3000)
+        return _prompt(event, wait, agent, [_link_question(event, server, message)], model=contract.TypedPromptIn)
+    return _prompt(event, wait, agent, _asked(event), model=contract.TypedPromptIn)
+
+
+def _said_field(event: Event, name: str, most: int) -> str:
+    value = event.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise contract.ContractError([{"path": name, "message": "must be a non-empty string"}])
+    text = contract.visible(value.strip())
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _link_question(event: Event, server: str, message: str) -> dict[str, Any]:
+    url = event.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise contract.ContractError([{"path": "url", "message": "must be the link to open (a string)"}])
+    return {
+        "id": URL_QUESTION,
+        "header": _one_line(server),
+        "question": f"{_one_line(server)[:100]} asks you to open a link.",
+        "detail": f"{message}\n\n{contract.visible(url.strip())[:2000]}",
+        "options": [
+            {"label": DONE, "description": "You opened the link and finished there"},
+            {"label": DECLINE},
+        ],
+        "rule": URL_RULE,
+    }
+
+
+def _fields(event: Event) -> list[tuple[str, Mapping[str, Any]]]:
+    schema = event.get("requested_schema")
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        message = "must be an object schema with at least one property"
+        raise contract.ContractError([{"path": "requested_schema", "message": message}])
+    if len(properties) > contract.MAX_QUESTIONS:
+        message = f"askuser asks at most {contract.MAX_QUESTIONS} fields at once (got {len(properties)})"
+        raise contract.ContractError([{"path": "requested_schema.properties", "message": message}])
+    required = schema.get("required") if isinstance(schema, dict) else None
+    required = set(required) if isinstance(required, list) else set()
+    return [
+        (str(name), {**spec, "required": name in required})
+        for name, spec in properties.items()
+        if isinstance(spec, dict)
+    ]
+
+
+def _field_question(name: str, spec: Mapping[str, Any], index: int, server: str, message: str) -> dict[str, Any]:
+    title = spec["title"] if isinstance(spec.get("title"), str) and spec["title"].strip() else name
+    about = spec["description"] if isinstance(spec.get("description"), str) else ""
+    rule = {"name": name, "required": spec["required"], **_field_rule(name, spec)}
+    labels = rule.get("labels") or []
+    shown = [_one_line(f"{server} asks: {message}" if index == 0 else f"{server}: {message}")]
+    if about.strip():
+        shown.append(contract.visible(about.strip())[:500])
+    if labels and len(labels) > 4:
+        shown.append("One of: " + ", ".join(labels))
+    shown.append(_limits(rule))
+    return {
+        "id": _question_id(name, index),
+        "header": _one_line(title),
+        "question": _one_line(title)[:480] + ("" if spec["required"] else " (optional)"),
+        "detail": "\n\n".join(filter(None, shown))[: contract.MAX_DETAIL],
+        "options": [{"label": label} for label in labels] if len(labels) <= 4 else [],
+        "multiSelect": bool(rule.get("many")),
+        "rule": rule,
+    }
+
+
+def _field_rule(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The rule an answer keeps, from the property's schema; ContractError for a kind askuser cannot ask."""
+    kind = spec.get("type")
+    if kind == "boolean":
+        return {"type": "boolean", "values": [True, False], "labels": [contract.YES, contract.NO]}
+    if kind == "array" and isinstance(spec.get("items"), dict):
+        limits = {key: spec[key] for key in ("minItems", "maxItems") if isinstance(spec.get(key), int)}
+        return {**_choices(name, spec["items"]), "many": True, **limits}
+    if kind == "string" and (isinstance(spec.get("enum"), list) or isinstance(spec.get("oneOf"), list)):
+        return _choices(name, spec)
+    if kind in TEXT_TYPES:
+        kept = ("minLength", "maxLength", "format") if kind == "string" else ("minimum", "maximum")
+        return {"type": kind, **{key: spec[key] for key in kept if key in spec}}
+    message = f"askuser cannot ask for a field of type {json.dumps(kind)[:40]}"
+    raise contract.ContractError([{"path": f"requested_schema.properties.{name[:64]}", "message": message}])
+
+
+def _choices(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """An enum's values and what the person reads: its titles (``oneOf``/``anyOf`` of
+    ``const`` and ``title``, or the legacy ``enumNames``), else the values themselves."""
+    titled = spec.get("oneOf") if isinstance(spec.get("oneOf"), list) else spec.get("anyOf")
+    if isinstance(titled, list) and titled and all(isinstance(one, dict) and "const" in one for one in titled):
+        values = [one["const"] for one in titled]
+        labels = [str(one.get("title") or one["const"]) for one in titled]
+    elif isinstance(spec.get("enum"), list) and spec["enum"]:
+        values = list(spec["enum"])
+        names = spec.get("enumNames")
+        labels = [str(n) for n in names] if isinstance(names, list) and len(names) == len(values) else []
+        labels = labels or [str(value) for value in values]
+    else:
+        message = "must list the values to choose from (enum, or oneOf with const and title)"
+        raise contract.ContractError([{"path": f"requested_schema.properties.{name[:64]}", "message": message}])
+    return {"type": "string", "values": values, "labels": [_one_line(label) for label in labels]}
+
+
+LIMITS_SAID = {
+    "minLength": "at least {} characters",
+    "maxLength": "at most {} characters",
+    "minimum": "at least {}",
+    "maximum": "at most {}",
+    "minItems": "choose at least {}",
+    "maxItems": "choose at most {}",
+}
+KINDS_SAID = {"integer": "A whole number", "number": "A number", "email": "An email address", "uri": "A web address"}
+
+
+def _limits(rule: Mapping[str, Any]) -> str:
+    """What an answer must be, said once under the question: "A whole number, at least 1"."""
+    kind = KINDS_SAID.get(str(rule.get("format"))) or KINDS_SAID.get(str(rule.get("type")))
+    kind = {"date": "A date (year-month-day)", "date-time": "A date and time"}.get(str(rule.get("format")), kind)
+    said = [LIMITS_SAID[key].format(rule[key]) for key in LIMITS_SAID if key in rule]
+    said = ([kind] if kind else []) + said
+    return ", ".join(said) if said else ""
+
+
+def _question_id(name: str, index: int) -> str:
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    snake = re.sub(r"[^a-z0-9_]+", "_", snake).strip("_")
+    return snake if SNAKE.fullmatch(snake) else f"field_{index + 1}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(contract.visible(text).split()) or "?"
+
+
+def elicitation_output(event: Event, result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The hook's output: accept with the typed ``content``, decline when the person chose
+    Decline or skipped the whole form, ``{}`` when nobody answered (the terminal asks)."""
+    if not result or (result.get("status") == "no_answer" and result.get("reason") != "skipped"):
+        return {}
+    if result.get("status") != "answered":
+        return _elicited("decline")
+    answers: Mapping[str, list[str]] = result["answers"]["answers"]
+    if event.get("mode") == "url":
+        return _elicited(contract.typed_answer(URL_RULE, answers.get(URL_QUESTION, [])) or "decline")
+    content = {}
+    for question in _asked(event):
+        if answers.get(question["id"]):
+            content[question["rule"]["name"]] = contract.typed_answer(question["rule"], answers[question["id"]])
+    return _elicited("accept", content)
+
+
+def _asked(event: Event) -> list[dict[str, Any]]:
+    """The questions the event asked, as they were asked (the same event asks the same)."""
+    server, message = _said_field(event, "mcp_server_name", 64), _said_field(event, "message", 3000)
+    return [_field_question(name, spec, index, server, message) for index, (name, spec) in enumerate(_fields(event))]
+
+
+def _elicited(action: str, content: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    said: dict[str, Any] = {"hookEventName": ELICITATION, "action": action}
+    if content is not None:
+        said["content"] = dict(content)
+    return {"hookSpecificOutput": said}
+
+
 # --- the kinds of question ---------------------------------------------------------------------
 
 
@@ -355,7 +547,15 @@ PERMISSION = Kind(
     output=permission_output,
     alerted_by=frozenset({"permission_prompt"}),
 )
-KINDS = (PERMISSION,)
+ELICITATION_KIND = Kind(
+    name="elicitation",
+    events=frozenset({ELICITATION}),
+    tools=None,
+    asks=elicitation,
+    output=elicitation_output,
+    alerted_by=frozenset({"elicitation_dialog", "elicitation_url_dialog"}),
+)
+KINDS = (PERMISSION, ELICITATION_KIND)
 ASKING = frozenset(name for kind in KINDS for name in kind.events)
 # Every event that may show the agent decided its session's question at the terminal (``shows_decided``).
 DECIDING = AFTER_TOOL_USE | AFTER_ANY | ASKING
@@ -387,13 +587,23 @@ def alerted_kinds(event: Event) -> frozenset[str]:
 def tool_use(event: Event) -> str:
     """What names the tool use an asking event asks about, to know the events that follow it:
     its ``tool_use_id`` where it has one (``PreToolUse``), else its tool and input
-    (``PermissionRequest`` has no id); "" for an event that names no tool use."""
-    return _named_by_id(event) or _named_by_input(event)
+    (``PermissionRequest`` has no id), or the MCP server and elicitation it answers
+    (``Elicitation``); "" for an event that names no tool use."""
+    return _named_by_id(event) or _named_by_input(event) or _named_elicitation(event)
 
 
 def tool_uses(event: Event) -> frozenset[str]:
     """Both names an event after a tool use gives it (it carries the id and the input)."""
-    return frozenset(filter(None, (_named_by_id(event), _named_by_input(event))))
+    return frozenset(filter(None, (_named_by_id(event), _named_by_input(event), _named_elicitation(event))))
+
+
+def _named_elicitation(event: Event) -> str:
+    """An elicitation and its ``ElicitationResult`` both carry the server, and in URL mode
+    its ``elicitation_id`` (a form's result carries nothing more of it)."""
+    if event_name(event) not in (ELICITATION, ELICITATION_RESULT) or not isinstance(event.get("mcp_server_name"), str):
+        return ""
+    elicitation_id = event.get("elicitation_id") if isinstance(event.get("elicitation_id"), str) else ""
+    return _digest("elicitation", [event["mcp_server_name"], elicitation_id])
 
 
 def _named_by_id(event: Event) -> str:

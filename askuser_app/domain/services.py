@@ -428,6 +428,7 @@ def _store_questions(prompt: Prompt, request: contract.CreatePromptIn) -> None:
             text=q.question,
             multi_select=q.multiSelect,
             detail=q.detail or "",
+            rule=q.rule if isinstance(q, contract.TypedQuestionIn) else {},
         )
         for index, q in enumerate(request.questions)
     ]
@@ -474,6 +475,8 @@ def answer(
     read = read_answers(questions, answers)
     if all(a.skipped for a in read.values()):
         return skip_all(prompt, by=by, surface=surface)
+    for question in questions:
+        _check_rule(question, read[question.key])
     resolved_at = timezone.now()
     result = contract.answered_result(
         str(prompt.pk),
@@ -559,6 +562,25 @@ def _read_answer(question: Question, given: Sequence[str] | str | None) -> Quest
             person=_("%(header)s: choose one option or type one answer.") % {"header": question.header},
         )
     return QuestionAnswer(options=options, free_text=free[0] if free else "")
+
+
+def _check_rule(question: Question, given: QuestionAnswer) -> None:
+    """A typed question's answer keeps its rule (``contract.typed_answer``): a required one is not
+    skipped, a number is a number in its range, an email an email…; else nothing is recorded."""
+    if not question.rule:
+        return
+    if given.skipped and question.rule.get("required"):
+        raise InvalidAnswer(
+            f"{question.key}: this question needs an answer (or skip them all).",
+            person=_("%(header)s: this question needs an answer (or skip them all).") % {"header": question.header},
+        )
+    try:
+        contract.typed_answer(question.rule, [*given.options, given.free_text] if given.free_text else given.options)
+    except contract.Unfit as unfit:
+        params = {**unfit.params, "header": question.header}
+        raise InvalidAnswer(
+            unfit.message % {**params, "header": question.key}, person=_(unfit.message) % params
+        ) from None
 
 
 def _checked_free_text(question: Question, value: str) -> str:
