@@ -5,7 +5,7 @@ Claude Code in ``~/.claude/settings.json`` (or ``$CLAUDE_CONFIG_DIR``, or a proj
 ``.claude/settings.json``), Codex in ``$CODEX_HOME/hooks.json`` (``~/.codex``).
 
 - The events that ask the person (PermissionRequest; PreToolUse for a structured
-  question or a plan) wait ``wait`` seconds, with the agent's ``timeout`` above it;
+  question or a plan; Elicitation, an MCP server's request for input) wait ``wait`` seconds, with the agent's ``timeout`` above it;
   the others (a notification, and the events that say the agent already decided)
   return at once.
 - The token is never written: the command hook reads ``ASKUSER_TOKEN`` from the
@@ -40,7 +40,7 @@ PRE_TOOL_USE_MATCHER = "AskUserQuestion|ExitPlanMode"
 
 # The events that ask the person, and those that only tell askuser something.
 ASKING = {
-    CLAUDE_CODE: ("PermissionRequest", "PreToolUse"),
+    CLAUDE_CODE: ("PermissionRequest", "PreToolUse", "Elicitation"),
     # Codex honours only a PreToolUse deny, so its PermissionRequest alone asks.
     CODEX: ("PermissionRequest",),
 }
@@ -50,6 +50,7 @@ TELLING = {
         "PostToolUse",
         "PostToolUseFailure",
         "PermissionDenied",
+        "ElicitationResult",
         "UserPromptSubmit",
         "Stop",
     ),

@@ -17,10 +17,12 @@ ROOT = Path(__file__).resolve().parents[2]
 CLAUDE_EVENTS = {
     "PermissionRequest",
     "PreToolUse",
+    "Elicitation",
     "Notification",
     "PostToolUse",
     "PostToolUseFailure",
     "PermissionDenied",
+    "ElicitationResult",
     "UserPromptSubmit",
     "Stop",
 }
