@@ -3,8 +3,11 @@ askuser through their hooks while a model fake plays the model (tests/agentclis.
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +134,43 @@ def test_a_terminal_answer_closes_askusers_question_as_decided_at_the_terminal(
         assert time.monotonic() < end, "askuser's question is still open after the terminal decided"
         time.sleep(0.05)
     assert "Decided at the terminal" in askuser.page(f"/s/{prompt.session.key}/")
+
+
+# --- an MCP server's request for input -----------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+CREATE_WORKSPACE = [Tool("mcp__billing__create_workspace", {})]
+
+
+def test_an_mcp_servers_form_answered_in_askuser_reaches_the_server_typed(claude, model, askuser, workdir):
+    """Claude Code ``-p`` calls a tool of a small MCP server of this test's own, which asks for
+    a form; the person answers it in askuser, and the MCP server receives ``accept`` with the
+    typed content."""
+    received = workdir / "elicited.json"
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "tests.mcpelicit", str(received)],
+        "env": {"PYTHONPATH": str(ROOT)},
+    }
+    config = workdir / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"billing": {"type": "stdio", **server}}}))
+    model.script = [CREATE_WORKSPACE, [Say("Created.")]]
+    claude.settings({"Elicitation": http_hook(askuser.hook_url())})
+    running = claude.print_mode(
+        "Create a workspace",
+        "--mcp-config",
+        str(config),
+        "--strict-mcp-config",
+        "--allowedTools",
+        "mcp__billing__create_workspace",
+    )
+
+    prompt = askuser.pending()
+    assert [q.key for q in prompt.questions.all()] == ["plan", "seats"]
+    assert prompt.questions.get(key="plan").detail.startswith("billing asks: Which plan")
+    askuser.answer(prompt, {"q-plan": "1", "q-seats-other": "12"})
+
+    printed = finished(running)
+    assert json.loads(received.read_text()) == {"action": "accept", "content": {"plan": "pro", "seats": 12}}, printed
+    said = json.loads(model.tool_results()[-1])  # the tool's result, as the model reads it
+    assert said == {"result": 'workspace: accept {"plan": "pro", "seats": 12}'}
