@@ -5,9 +5,9 @@ Claude Code in ``~/.claude/settings.json`` (or ``$CLAUDE_CONFIG_DIR``, or a proj
 ``.claude/settings.json``), Codex in ``$CODEX_HOME/hooks.json`` (``~/.codex``).
 
 - The events that ask the person (PermissionRequest; PreToolUse for a structured
-  question or a plan; Elicitation, an MCP server's request for input) wait ``wait`` seconds, with the agent's ``timeout`` above it;
-  the others (a notification, and the events that say the agent already decided)
-  return at once.
+  question or a plan; Elicitation, an MCP server's request for input) wait ``wait``
+  seconds, with the agent's ``timeout`` above it; the others (a notification, and
+  the events that say the agent already decided) return at once.
 - The token is never written: the command hook reads ``ASKUSER_TOKEN`` from the
   agent's environment, the http form names it in ``allowedEnvVars``.
 - Merging keeps every other setting and hook; askuser's own hooks (this command's,
