@@ -258,7 +258,9 @@ def reply_guidance(questions: Sequence[TextQuestion]) -> str:
         "Reply with one line per question, in order, or as “key: answer”, e.g. “1: 2” or “%(example)s”; "
         "“skip all” skips every question."
     )
-    return guidance % {"example": f"{first.key}: {first.options[0]}"}
+    # A typed question (an MCP form's number, say) has no option to show as the example.
+    example = first.options[0] if first.options else _("your answer")
+    return guidance % {"example": f"{first.key}: {example}"}
 
 
 # --- rendering -------------------------------------------------------------------
@@ -286,7 +288,9 @@ def render_prompt(questions: Sequence[TextQuestion]) -> str:
         for index, label in enumerate(question.options, 1):
             description = question.descriptions[index - 1] if index <= len(question.descriptions) else ""
             lines.append(f"{indent}{index}. {label}" + (f" — {description}" if description else ""))
-        lines.append(indent + _("Other: reply with your own answer"))
+        lines.append(
+            indent + (_("Other: reply with your own answer") if question.options else _("Reply with your answer"))
+        )
         blocks.append("\n".join(lines))
     count = len(questions)
     intro = [

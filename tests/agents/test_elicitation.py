@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from askuser_app.delivery.chats import core
-from askuser_app.domain import services
+from askuser_app.domain import services, textreply
 from askuser_app.models import Answer, Delivery, Prompt, PromptEvent
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
@@ -273,3 +273,20 @@ async def test_the_agents_own_elicitation_alert_alerts_nobody_while_askuser_asks
     assert await database_call(lambda: list(Delivery.objects.filter(prompt=None)))() == []
     await database_call(services.skip_all)(prompt, by=owner, surface="web")
     await asyncio.wait_for(calling, DEADLINE)
+
+
+async def test_a_form_of_typed_fields_reads_as_text_with_no_options_to_number(token, owner):
+    fields = {"name": {"type": "string", "title": "Name"}, "seats": {"type": "integer", "title": "Seats"}}
+    calling = post_hook(token, {**FORM, "requested_schema": {"type": "object", "properties": fields}})
+    prompt = await asked_prompt()
+
+    rendered = await database_call(
+        lambda: textreply.render_prompt([textreply.TextQuestion.of(q) for q in services.questions_of(prompt)])
+    )()
+    half = await database_call(services.post_user_message)(prompt.session, owner, "Ana")
+
+    assert rendered.count("   Reply with your answer") == 2 and "   1. " not in rendered, rendered
+    assert "“name: your answer”" in half.note.text
+    await database_call(services.post_user_message)(prompt.session, owner, "name: Ana\nseats: 3")
+    content = (await asyncio.wait_for(calling, DEADLINE)).json()["hookSpecificOutput"]["content"]
+    assert content == {"name": "Ana", "seats": 3}
