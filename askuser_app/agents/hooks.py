@@ -18,6 +18,8 @@ the agent gets back is ``domain.hooks``'s; the state changes are ``services``'.
   the person on their channels (a ``Stop`` only if they chose so in Settings;
   a ``Notification`` not while askuser holds the question it alerts about),
   and return ``{}`` at once; any other event returns ``{}``.
+- A plan's ``PermissionRequest`` right after its ``PreToolUse`` asks nothing new: it takes that
+  question's answer (``{}`` when nobody gave one), so the person is asked once.
 - A session that already has a pending prompt for the same tool use answers
   ``{}`` at once: the agent's own dialog takes over, where a 409 would read as
   the hook failing.
@@ -121,6 +123,8 @@ def _has_session(event: Any) -> bool:
 def _ask(agent: Agent, event: Any, kind: hooks.Kind, wait: float, name: str) -> Prompt | None:
     """The prompt ``event`` asks; None when its session holds one for the same tool use."""
     request = kind.asks(event, wait, name)
+    if (first := _asked_first(agent, event, kind)) is not None:
+        return first  # its answer (or its wait) is this event's too: one question, asked once
     _close_if_decided(agent, event)  # a newer request: the older one was decided at the terminal
     hook = services.HookAsk(hooks.event_name(event), kind.name, hooks.tool_use(event))
     try:
@@ -129,6 +133,17 @@ def _ask(agent: Agent, event: Any, kind: hooks.Kind, wait: float, name: str) -> 
         if busy.code != "session_busy":
             raise
         return None  # one question at a time: the terminal's dialog asks this one
+
+
+def _asked_first(agent: Agent, event: Any, kind: hooks.Kind) -> Prompt | None:
+    """The question this event asks again (a plan's PermissionRequest after its PreToolUse): the
+    session's newest hook question, when the event that asks this kind first asked it."""
+    if kind.asked_first_by in (None, hooks.event_name(event)):
+        return None
+    newest = services.last_hook_question(agent, hooks.session_key(event))
+    if newest is None or newest.hook_kind != kind.name or newest.hook_event != kind.asked_first_by:
+        return None
+    return newest
 
 
 @database_call

@@ -537,7 +537,84 @@ class Kind:
     asks: Callable[[Event, float, str], contract.CreatePromptIn]  # the prompt: (event, wait, agent)
     output: Callable[[Event, Mapping[str, Any] | None], dict[str, Any]]  # the answer (None: nobody's) as output
     alerted_by: frozenset[str]  # ``notification_type``s that alert the person of this same question
+    # The event that asks this question first, when the agent then asks it again by another event
+    # (a plan: PreToolUse, then PermissionRequest unless PreToolUse decided); the later event
+    # takes the earlier question's answer, never asks a second time.
+    asked_first_by: str | None = None
 
+
+# --- a plan to approve (ExitPlanMode) ----------------------------------------------------------
+# ``ExitPlanModeInput`` (sdk-tools.d.ts) carries the plan as ``plan`` when the model wrote its plan
+# file; Claude Code fires PreToolUse, then PermissionRequest unless PreToolUse decided. It ignores a
+# bare ``allow`` for this tool (its own dialog stays), and takes one with ``updatedInput``.
+
+PLAN_TOOL, PLAN_QUESTION = "ExitPlanMode", "plan"
+APPROVE, KEEP_PLANNING = "Approve", "Keep planning"
+PLAN_APPROVED = "Plan approved in askuser"
+KEEP_PLANNING_SAID = "The person wants you to keep planning; the plan is not approved yet."
+
+
+def plan_request(event: Event, wait: float, agent: str = AGENT) -> contract.CreatePromptIn:
+    """The prompt a plan asks: Approve / Keep planning, the plan (Markdown) as its detail."""
+    plan = _plan(event)
+    question: dict[str, Any] = {
+        "id": PLAN_QUESTION,
+        "header": "Plan",
+        "question": "Approve this plan and start?" if plan else "Approve the plan shown at the terminal?",
+        "options": [
+            {"label": APPROVE, "description": "Leave plan mode and carry it out"},
+            {"label": KEEP_PLANNING, "description": "Stay in plan mode; your own words tell the agent why"},
+        ],
+    }
+    if plan:
+        question["detail"] = _fit_plan(plan)
+    return _prompt(event, wait, agent, [question])
+
+
+def _plan(event: Event) -> str:
+    tool_input = event.get("tool_input")
+    plan = tool_input.get("plan") if isinstance(tool_input, dict) else None
+    return contract.visible(plan).strip() if isinstance(plan, str) else ""
+
+
+def _fit_plan(plan: str) -> str:
+    """The plan within a detail's length, cut visibly where it is too long."""
+    if len(plan) <= contract.MAX_DETAIL:
+        return plan
+    keep = contract.MAX_DETAIL - len(CUT.format(more=len(plan)))
+    return plan[:keep] + CUT.format(more=len(plan) - keep)
+
+
+def plan_output(event: Event, result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Approve: ``allow`` with the input as given (a bare allow leaves the terminal's dialog up);
+    Keep planning, or the person's own words: ``deny`` with them as the reason; nobody: ``{}``."""
+    if not result or result.get("status") != "answered":
+        return {}
+    chosen = result["details"][PLAN_QUESTION]
+    approved = APPROVE in chosen["options"] and not chosen["free_text"]
+    reason = chosen["free_text"] or KEEP_PLANNING_SAID
+    tool_input = event.get("tool_input") if isinstance(event.get("tool_input"), dict) else {}
+    if event_name(event) == PRE_TOOL_USE:
+        said_now: dict[str, Any] = {"permissionDecision": "deny", "permissionDecisionReason": reason}
+        if approved:
+            said_now = {"permissionDecision": "allow", "permissionDecisionReason": PLAN_APPROVED}
+            said_now["updatedInput"] = tool_input
+        return {"hookSpecificOutput": {"hookEventName": PRE_TOOL_USE, **said_now}}
+    chosen_now = (
+        {"behavior": "allow", "updatedInput": tool_input} if approved else {"behavior": "deny", "message": reason}
+    )
+    return {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": chosen_now}}
+
+
+PLAN = Kind(
+    name="plan",
+    events=frozenset({PERMISSION_REQUEST, PRE_TOOL_USE}),
+    tools=frozenset({PLAN_TOOL}),
+    asks=plan_request,
+    output=plan_output,
+    alerted_by=frozenset({"permission_prompt"}),
+    asked_first_by=PRE_TOOL_USE,
+)
 
 PERMISSION = Kind(
     name="permission",
@@ -555,7 +632,7 @@ ELICITATION_KIND = Kind(
     output=elicitation_output,
     alerted_by=frozenset({"elicitation_dialog", "elicitation_url_dialog"}),
 )
-KINDS = (PERMISSION, ELICITATION_KIND)
+KINDS = (PERMISSION, ELICITATION_KIND, PLAN)
 ASKING = frozenset(name for kind in KINDS for name in kind.events)
 # Every event that may show the agent decided its session's question at the terminal (``shows_decided``).
 DECIDING = AFTER_TOOL_USE | AFTER_ANY | ASKING

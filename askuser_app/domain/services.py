@@ -643,6 +643,12 @@ def open_hook_question(agent: Agent, key: str) -> Prompt | None:
     return pending.exclude(hook_kind="").first()
 
 
+def last_hook_question(agent: Agent, key: str) -> Prompt | None:
+    """The newest prompt a coding agent's hook asked in the owner's session ``key``, in any state."""
+    asked = Prompt.objects.filter(session__owner_id=agent.owner_id, session__key=key).exclude(hook_kind="")
+    return asked.order_by("-created_at", "-pk").first()
+
+
 def decided_at_terminal(prompt: Prompt, *, agent: Agent, event: str) -> Prompt | None:
     """A later hook ``event`` of the agent (``PostToolUse``, ``Stop``, …) shows it decided at its
     terminal what the prompt asks: the prompt closes, on every surface, and an answer after this
