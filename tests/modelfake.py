@@ -75,7 +75,7 @@ class ModelFake:
     network namespace makes it) until ``stop()``."""
 
     listener: socket.socket
-    script: Sequence[Turn]
+    script: Sequence[Turn | Callable[[Request], Turn]]
     requests: list[Request] = field(default_factory=list)
     _ids: Iterator[int] = field(default_factory=itertools.count)
 
@@ -122,7 +122,8 @@ class ModelFake:
 
     def turn_for(self, request: Request) -> Turn:
         done = _model_turns(request.body)
-        return self.script[done] if done < len(self.script) else END
+        turn = self.script[done] if done < len(self.script) else END
+        return turn(request) if callable(turn) else turn  # a turn written from what the agent sent
 
     def record(self, request: Request) -> None:
         with self.changed:

@@ -4,6 +4,7 @@ askuser through their hooks while a model fake plays the model (tests/agentclis.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from askuser_app.models import Prompt
 from tests.agentclis import DEADLINE, HOW, REQUIRED, command_hook, finished, http_hook
-from tests.modelfake import Say, Tool
+from tests.modelfake import Request, Say, Tool
 
 pytestmark = [
     pytest.mark.agent_clis,
@@ -174,3 +175,36 @@ def test_an_mcp_servers_form_answered_in_askuser_reaches_the_server_typed(claude
     assert json.loads(received.read_text()) == {"action": "accept", "content": {"plan": "pro", "seats": 12}}, printed
     said = json.loads(model.tool_results()[-1])  # the tool's result, as the model reads it
     assert said == {"result": 'workspace: accept {"plan": "pro", "seats": 12}'}
+
+
+# --- a plan to approve ---------------------------------------------------------------------
+
+
+PLAN = "## Retry the upload\n\n1. Wrap `upload()` in a retry\n2. Test it"
+
+
+def write_the_plan(request: Request) -> list[Tool]:
+    """The model writes its plan to the file plan mode names (a new name each run), as a model does."""
+    path = re.search(r"/[^\s\"']*/\.claude/plans/[\w.-]+\.md", json.dumps(request.body))
+    assert path is not None, "plan mode named no plan file"
+    return [Tool("Write", {"file_path": path.group(), "content": PLAN})]
+
+
+def test_a_plan_approved_in_askuser_takes_claude_code_out_of_plan_mode(claude, model, askuser, terminals):
+    model.script = [write_the_plan, [Tool("ExitPlanMode", {})], [Say("Starting on the plan.")]]
+    hook = [{**group, "matcher": "ExitPlanMode"} for group in http_hook(askuser.hook_url(wait=60), timeout=70)]
+    told = http_hook(askuser.hook_url(wait=0), timeout=10)
+    claude.settings({"PreToolUse": hook, "PermissionRequest": hook, "Notification": told})
+    terminal = claude.interactive("Plan a retry for the upload", terminals, "--permission-mode", "plan")
+
+    prompt = askuser.pending()
+    assert prompt.hook_kind == "plan"
+    assert prompt.questions.get().detail == PLAN  # the plan the model wrote, read from its file
+    assert "<h2>Retry the upload</h2>" in askuser.page(f"/s/{prompt.session.key}/")
+    askuser.answer(prompt, {"q-plan": "0"})  # Approve
+
+    model.wait_for(lambda fake: len(fake.conversation()) == 3, DEADLINE)  # the plan's answer went back
+    result = model.tool_results()[-1]
+    assert "approved" in result.lower(), result  # "User has approved exiting plan mode. …"
+    assert Prompt.objects.count() == 1  # its PermissionRequest, if any, asked nothing again
+    terminal.until_shows("Starting on the plan.")

@@ -12,7 +12,8 @@ pytestmark = MARKS
 
 PLAN_INPUT = {
     "plan": "## Retry the upload\n\n1. Wrap `upload()` in **retry**\n2. Add a test\n\n"
-    "<script>window.planRan = true</script>\n\n![pixel](http://127.0.0.1:9/pixel.png) [bad](javascript:window.planRan=true)"
+    "<script>window.planRan = true</script>\n\n"
+    "![pixel](http://127.0.0.1:9/pixel.png) [bad](javascript:window.planRan=true)"
 }
 EXIT_PLAN_MODE = {
     "session_id": "plan-agent",
