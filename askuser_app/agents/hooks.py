@@ -61,7 +61,8 @@ async def answer_hook(
         return {}
     # Held before the prompt is asked: a hook past the caps is refused with nothing made.
     with parked.hold(agent, address) if wait > 0 else contextlib.nullcontext():
-        prompt = await _ask(agent, event, kind, wait, name)
+        following = hooks.event_name(event) in kind.follows
+        prompt = await (_held(agent, event, kind) if following else _ask(agent, event, kind, wait, name))
         if prompt is None:
             return {}
         async with hub().listen(prompt_group(prompt.pk)) as inbox:
@@ -122,13 +123,23 @@ def _ask(agent: Agent, event: Any, kind: hooks.Kind, wait: float, name: str) -> 
     """The prompt ``event`` asks; None when its session holds one for the same tool use."""
     request = kind.asks(event, wait, name)
     _close_if_decided(agent, event)  # a newer request: the older one was decided at the terminal
-    hook = services.HookAsk(hooks.event_name(event), kind.name, hooks.tool_use(event))
+    hook = services.HookAsk(hooks.event_name(event), kind.name, hooks.asked_use(kind, event))
     try:
         return services.ask(agent, request, hook=hook).prompt
     except services.Conflict as busy:
         if busy.code != "session_busy":
             raise
         return None  # one question at a time: the terminal's dialog asks this one
+
+
+@database_call
+def _held(agent: Agent, event: Any, kind: hooks.Kind) -> Prompt | None:
+    """The question a twin event follows (AskUserQuestion's PermissionRequest follows its
+    PreToolUse): askuser's open question for the same tool use, never a second one asked."""
+    _close_if_decided(agent, event)
+    asked = services.open_hook_question(agent, hooks.session_key(event))
+    same = asked is not None and asked.hook_kind == kind.name and asked.hook_tool_use == hooks.asked_use(kind, event)
+    return asked if same else None
 
 
 @database_call
