@@ -126,7 +126,7 @@ def _ask(agent: Agent, event: Any, kind: hooks.Kind, wait: float, name: str) -> 
     if (first := _asked_first(agent, event, kind)) is not None:
         return first  # its answer (or its wait) is this event's too: one question, asked once
     _close_if_decided(agent, event)  # a newer request: the older one was decided at the terminal
-    hook = services.HookAsk(hooks.event_name(event), kind.name, hooks.tool_use(event))
+    hook = services.HookAsk(hooks.event_name(event), kind.name, hooks.asked_use(kind, event))
     try:
         return services.ask(agent, request, hook=hook).prompt
     except services.Conflict as busy:
@@ -136,14 +136,15 @@ def _ask(agent: Agent, event: Any, kind: hooks.Kind, wait: float, name: str) -> 
 
 
 def _asked_first(agent: Agent, event: Any, kind: hooks.Kind) -> Prompt | None:
-    """The question this event asks again (a plan's PermissionRequest after its PreToolUse): the
-    session's newest hook question, when the event that asks this kind first asked it."""
-    if kind.asked_first_by in (None, hooks.event_name(event)):
+    """The question this twin event follows (AskUserQuestion's or a plan's PermissionRequest after
+    its PreToolUse): the session's newest hook question, when another event of this kind asked it
+    for the same tool use, whatever its state."""
+    if hooks.event_name(event) not in kind.follows:
         return None
     newest = services.last_hook_question(agent, hooks.session_key(event))
-    if newest is None or newest.hook_kind != kind.name or newest.hook_event != kind.asked_first_by:
+    if newest is None or newest.hook_kind != kind.name or newest.hook_event == hooks.event_name(event):
         return None
-    return newest
+    return newest if newest.hook_tool_use == hooks.asked_use(kind, event) else None
 
 
 @database_call

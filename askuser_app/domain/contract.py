@@ -27,6 +27,7 @@ from askuser_app.domain import addresses, wording
 from askuser_app.domain.chars import control_character, fold, line_break
 
 MAX_QUESTIONS = 3
+HOOK_MAX_QUESTIONS = 4  # Claude Code's AskUserQuestion asks up to four; the API stays at three
 HEADER_LENGTH = 12
 DEFAULT_TIMEOUT = 900
 MIN_TIMEOUT, MAX_TIMEOUT = 30, 3600
@@ -258,6 +259,12 @@ class TypedQuestionIn(QuestionIn):
 class TypedPromptIn(CreatePromptIn):
     # A list of a narrower kind of question; the API's own requests never carry one.
     questions: list[TypedQuestionIn] = Field(min_length=1, max_length=MAX_QUESTIONS)  # type: ignore[assignment]
+
+
+class HookPromptIn(CreatePromptIn):
+    """A coding agent's hook asks as the API does, with its tool's own question count."""
+
+    questions: list[QuestionIn] = Field(min_length=1, max_length=HOOK_MAX_QUESTIONS)
 
 
 _GRAPHEME = regex.compile(r"\X")

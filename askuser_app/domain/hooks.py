@@ -537,10 +537,11 @@ class Kind:
     asks: Callable[[Event, float, str], contract.CreatePromptIn]  # the prompt: (event, wait, agent)
     output: Callable[[Event, Mapping[str, Any] | None], dict[str, Any]]  # the answer (None: nobody's) as output
     alerted_by: frozenset[str]  # ``notification_type``s that alert the person of this same question
-    # The event that asks this question first, when the agent then asks it again by another event
-    # (a plan: PreToolUse, then PermissionRequest unless PreToolUse decided); the later event
-    # takes the earlier question's answer, never asks a second time.
-    asked_first_by: str | None = None
+    # Events that follow this kind's question for the same tool use (its twin: Claude Code's
+    # PermissionRequest after the PreToolUse that asked): they take that question's answer, or
+    # ``{}`` when nobody gave one, and ask only when no event asked it first (their hook alone is
+    # installed). Such a question is named by its tool input, the name both events give.
+    follows: frozenset[str] = frozenset()
 
 
 # --- a plan to approve (ExitPlanMode) ----------------------------------------------------------
@@ -613,7 +614,7 @@ PLAN = Kind(
     asks=plan_request,
     output=plan_output,
     alerted_by=frozenset({"permission_prompt"}),
-    asked_first_by=PRE_TOOL_USE,
+    follows=frozenset({PERMISSION_REQUEST}),  # Claude Code's own permission for the same plan
 )
 
 PERMISSION = Kind(
@@ -632,7 +633,93 @@ ELICITATION_KIND = Kind(
     output=elicitation_output,
     alerted_by=frozenset({"elicitation_dialog", "elicitation_url_dialog"}),
 )
-KINDS = (PERMISSION, ELICITATION_KIND, PLAN)
+# --- a structured question (AskUserQuestion) ------------------------------------------------------
+# ``sdk-tools.d.ts`` ``AskUserQuestionInput``: 1–4 questions (``question``, ``header``, 2–4
+# ``options`` of ``label``, ``description``, optional ``preview``; ``multiSelect``), and
+# ``answers?: {[question text]: string}``, which the tool reads instead of asking at the terminal.
+
+ASK_USER_QUESTION = "AskUserQuestion"
+MULTI_JOIN = ", "
+
+
+def _cut(text: Any, limit: int) -> str:
+    said = " ".join(contract.visible(text).split()) if isinstance(text, str) else ""
+    return said if len(said) <= limit else said[: limit - 1] + "…"
+
+
+def _asked_questions(event: Event) -> list[dict[str, Any]]:
+    """The tool's questions, as given (only the well-formed ones count)."""
+    tool_input = event.get("tool_input")
+    found = tool_input.get("questions") if isinstance(tool_input, dict) else None
+    return [q for q in found if isinstance(q, dict)] if isinstance(found, list) else []
+
+
+def _options(question: Mapping[str, Any]) -> list[dict[str, Any]]:
+    found = question.get("options")
+    return [o for o in found if isinstance(o, dict)] if isinstance(found, list) else []
+
+
+def structured_question(event: Event, wait: float, agent: str = AGENT) -> contract.CreatePromptIn:
+    """AskUserQuestion's questions as one prompt: ``q1``…``q4``, descriptions kept, previews
+    shown verbatim under the question (each under its option's label)."""
+    questions = []
+    for number, asked in enumerate(_asked_questions(event), start=1):
+        options = [
+            {"label": _cut(o.get("label"), 64), "description": _cut(o.get("description"), 200)} for o in _options(asked)
+        ]
+        question: dict[str, Any] = {
+            "id": f"q{number}",
+            "header": _cut(asked.get("header"), 64) or ASK_USER_QUESTION,
+            "question": _cut(asked.get("question"), 500),
+            "options": [{k: v for k, v in o.items() if v} for o in options],
+            "multiSelect": asked.get("multiSelect") is True,
+        }
+        previews = [
+            f"{_cut(o.get('label'), 64)}\n{contract.visible(o['preview']).strip()}"
+            for o in _options(asked)
+            if isinstance(o.get("preview"), str) and o["preview"].strip()
+        ]
+        if previews:
+            shown = "\n\n".join(previews)
+            question["detail"] = shown if len(shown) <= contract.MAX_DETAIL else shown[: contract.MAX_DETAIL - 1] + "…"
+        questions.append(question)
+    return _prompt(event, wait, agent, questions, contract.HookPromptIn)
+
+
+def question_output(event: Event, result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``allow`` with the tool's input plus ``answers`` (question text → the labels as the tool
+    gave them, comma-joined, or the person's own words); a skipped question has no entry.
+    ``{}`` when nobody answered: the terminal asks."""
+    if not result or result.get("status") != "answered":
+        return {}
+    answers: dict[str, str] = {}
+    for number, asked in enumerate(_asked_questions(event), start=1):
+        chosen = result["details"].get(f"q{number}")
+        if not chosen or chosen["skipped"]:
+            continue
+        labels = {_cut(o.get("label"), 64): o.get("label") for o in _options(asked)}
+        values = [str(labels.get(label, label)) for label in chosen["options"]]
+        values += [chosen["free_text"]] if chosen["free_text"] else []
+        answers[str(asked.get("question"))] = MULTI_JOIN.join(values)
+    tool_input = event.get("tool_input")
+    updated = {**(tool_input if isinstance(tool_input, dict) else {}), "answers": answers}
+    decided = {"permissionDecision": "allow", "updatedInput": updated}
+    if event_name(event) == PRE_TOOL_USE:
+        return {"hookSpecificOutput": {"hookEventName": PRE_TOOL_USE, **decided}}
+    behaviour = {"behavior": "allow", "updatedInput": updated}
+    return {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": behaviour}}
+
+
+STRUCTURED_QUESTION = Kind(
+    name="question",
+    events=frozenset({PRE_TOOL_USE, PERMISSION_REQUEST}),
+    tools=frozenset({ASK_USER_QUESTION}),
+    asks=structured_question,
+    output=question_output,
+    alerted_by=frozenset(),
+    follows=frozenset({PERMISSION_REQUEST}),  # Claude Code's own permission for the same question
+)
+KINDS = (PERMISSION, ELICITATION_KIND, PLAN, STRUCTURED_QUESTION)
 ASKING = frozenset(name for kind in KINDS for name in kind.events)
 # Every event that may show the agent decided its session's question at the terminal (``shows_decided``).
 DECIDING = AFTER_TOOL_USE | AFTER_ANY | ASKING
@@ -696,6 +783,12 @@ def _named_by_input(event: Event) -> str:
 def _digest(what: str, value: Any) -> str:
     text = json.dumps([what, value], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def asked_use(kind: Kind, event: Event) -> str:
+    """The name a question of ``kind`` asked by ``event`` is stored under (``tool_use``); a kind
+    with a twin is named by the tool input, which the twin (no ``tool_use_id``) gives too."""
+    return _named_by_input(event) if kind.follows else tool_use(event)
 
 
 def shows_decided(event: Event, asked: str) -> bool:
