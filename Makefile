@@ -25,7 +25,7 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py setupdemo --url http://$(HOST):$(PORT)
-	exec $(BIN)/daphne -b $(HOST) -p $(PORT) controlui.asgi:application
+	exec $(BIN)/python manage.py serve --bind $(HOST) --port $(PORT)
 
 ## test: set up and run the whole test suite, a worker per core (TEST_WORKERS=N to choose; PYTEST_ARGS passes options on)
 test: $(VENV)/.dev

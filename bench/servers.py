@@ -117,13 +117,17 @@ def search(env: dict[str, str], rounds: int) -> dict:
 
 
 class Server:
-    """One Daphne process on a free port, quiet, with a deep listen backlog."""
+    """One server process on a free port, quiet, with a deep listen backlog: askuser as production
+    starts it (``manage.py serve``, its loops running), or a bare ASGI ``app`` under Daphne."""
 
     def __init__(self, env: dict[str, str], app: str = "controlui.asgi:application", ready: str = "/healthz") -> None:
         self.env, self.app, self.ready = env, app, ready
         self.port = free_port()
         endpoint = f"tcp:port={self.port}:backlog=4096:interface=127.0.0.1"
-        self.command = [sys.executable, "-m", "daphne", "-v", "0", "-e", endpoint, app]
+        if app == "controlui.asgi:application":
+            self.command = [sys.executable, "manage.py", "serve", "-v", "0", "-e", endpoint]
+        else:
+            self.command = [sys.executable, "-m", "daphne", "-v", "0", "-e", endpoint, app]
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(env["ASKUSER_DATA_DIR"]) / f"daphne-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None

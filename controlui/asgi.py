@@ -26,7 +26,6 @@ application = SchemeFromProxies(
             # Cookies only: the consumer reads the login with the session it follows,
             # in one database call (askuser_app/web/socketauth.py).
             "websocket": SameOriginValidator(CookieMiddleware(URLRouter(routing.websocket_urlpatterns))),
-            "lifespan": edge.lifespan,
         }
     )
 )

@@ -180,6 +180,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The scaled mode's Redis, for the channel layer and the cache, under one prefix.
 REDIS_URL = env_str("REDIS_URL")
 REDIS_PREFIX = env_str("ASKUSER_REDIS_PREFIX", "askuser")
+# Whether `manage.py serve` also runs the worker's loops (chat apps' events fetched by
+# polling, which one process of a deployment runs): by default the embedded mode's one
+# process does; the scaled mode's server processes leave them to `manage.py worker`.
+ASKUSER_SERVE_WORKER = env_bool("ASKUSER_SERVE_WORKER", not REDIS_URL)
 
 
 def channel_layer_config() -> dict[str, Any]:

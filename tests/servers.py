@@ -1,4 +1,6 @@
-"""Real Daphne server processes for tests that need one (restarts, two processes).
+"""Real server processes for tests that need one (restarts, two processes), started as
+production starts them: ``manage.py serve`` (Daphne, its loops started when it listens) and
+``manage.py worker``.
 
 Each process uses the test database (a file for SQLite, the test database on
 PostgreSQL) and the channel layer the environment selects; data a test
@@ -24,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # How a server process starts, before the listening socket it is handed (``--fd N``).
-DAPHNE = ("-m", "daphne", "-v", "0", "controlui.asgi:application")
+SERVE = ("manage.py", "serve", "-v", "0")
 
 
 def free_port() -> int:
@@ -59,7 +61,7 @@ def database_url() -> str:
 
 
 class DaphneServer:
-    """A Daphne process on 127.0.0.1, serving on a socket this process binds and hands over.
+    """A ``manage.py serve`` process on 127.0.0.1, serving on a socket this process binds and hands over.
 
     The port is held from the moment the server is made (no other worker's free port can
     take it meanwhile), and a request made while Daphne starts waits in the socket's queue
@@ -67,14 +69,14 @@ class DaphneServer:
 
     ``also``: more listening sockets it serves too (tests/agentclis.py's, bound inside a
     network namespace); they stay the caller's to close. ``command``: Python's arguments
-    that serve (deploy/'s command, in tests/server/test_deploy.py), Daphne's by default."""
+    that serve (deploy/'s command, in tests/server/test_deploy.py), ``manage.py serve``'s by default."""
 
     def __init__(
         self,
         env: dict[str, str],
         port: int | None = None,
         also: Sequence[socket.socket] = (),
-        command: Sequence[str] = DAPHNE,
+        command: Sequence[str] = SERVE,
     ) -> None:
         self.env = env
         self.also = list(also)
@@ -94,7 +96,10 @@ class DaphneServer:
         listener.listen(128)
         return listener
 
-    def start(self) -> DaphneServer:
+    def start(self, *, asked: bool = True) -> DaphneServer:
+        """Start serving; unless ``asked`` is false, return once a request is answered.
+
+        Not asked, nothing is sent to the server: its loops must start by themselves."""
         listener = self.listener or self._listen(self.port)
         self.listener = None
         fd = listener.fileno()
@@ -103,15 +108,11 @@ class DaphneServer:
         passed = (fd, *(other.fileno() for other in self.also))
         with self.log.open("ab") as log, listener:
             self.process = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                pass_fds=passed,
+                command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, pass_fds=passed
             )
-        # Only Daphne holds the socket now: if it dies, the request below is refused, not left waiting.
-        self.wait_ready()
+        # Only the server holds the socket now: if it dies, the request below is refused, not left waiting.
+        if asked:
+            self.wait_ready()
         return self
 
     def wait_ready(self, within: float = 30.0) -> None:
@@ -122,7 +123,7 @@ class DaphneServer:
                 return
         except httpx.TransportError:
             pass
-        raise RuntimeError(f"Daphne on {self.port} did not start:\n{self.output()}")
+        raise RuntimeError(f"The server on {self.port} did not start:\n{self.output()}")
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -140,6 +141,35 @@ class DaphneServer:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+class Worker:
+    """A ``manage.py worker`` process: the background loops without serving."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.log = Path(tempfile.mkstemp(prefix="worker-", suffix=".log")[1])
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Worker:
+        with self.log.open("ab") as log:
+            command = [sys.executable, "manage.py", "worker"]
+            self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        return self
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> int | None:
+        """SIGTERM, as systemd stops it; its exit status."""
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        return self.process.returncode if self.process else None
 
 
 class RedisServer:

@@ -4,8 +4,9 @@ A bad host or a body too large is refused here with ``refuse`` from
 ``askuser_app/agents/refusals.py``, the one place an agent-facing refusal
 becomes a response, so these refusals read as on every other route.
 
-``FrontDoor`` wraps the HTTP router: it checks the host as Django does, bounds
-the body, and starts the process's background loops (``start_loops``).
+``FrontDoor`` wraps the HTTP router: it checks the host as Django does and bounds
+the body. The background loops start with the server (``loops.py``); here they are only
+kept running in the request's event loop (``loops.started_again``), for the tests' in-process client.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from askuser_app.agents.refusals import Rejected, refuse
-from askuser_app.delivery import engine
-from askuser_app.delivery.chats import polling
 from askuser_app.domain import contract
 from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime import proxies
 from askuser_app.runtime.http import App, Receive, Scope, Send, header, respond
 from askuser_app.runtime.realtime import hub
-from askuser_app.server import expiry
+from askuser_app.server import loops
 
 # --- the front door ------------------------------------------------------------------------
 
@@ -36,27 +35,18 @@ BAD_LENGTH = Rejected(400, "bad_content_length", "The Content-Length header is n
 
 
 class FrontDoor:
-    """Every HTTP request passes here first: the host check, the body bound, the loops."""
+    """Every HTTP request passes here first: the host check, the body bound."""
 
     def __init__(self, app: App) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Daphne does not speak lifespan: the first request starts the loops.
-        start_loops()
+        loops.started_again()
         if not host_allowed(scope):
             return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."), scope)
         bounded = await bounded_body(scope, receive, send)
         if bounded is not None:
             await self.app(scope, bounded, send)
-
-
-def start_loops() -> None:
-    """This process's background loops: deadlines, the delivery engine, and the chat apps'
-    events fetched without a public URL (in the embedded mode)."""
-    expiry.ensure_running()
-    engine.ensure_running()
-    polling.ensure_running()
 
 
 def host_allowed(scope: Scope) -> bool:
@@ -155,18 +145,6 @@ async def health(scope: Scope, receive: Receive, send: Send) -> None:
     if from_loopback(scope):
         body |= {"pid": os.getpid(), "waiting": hub().waiting, "threads": threading.active_count()}
     await respond(send, 200, body, scope=scope)
-
-
-async def lifespan(scope: Scope, receive: Receive, send: Send) -> None:
-    """Servers that speak the lifespan protocol start the loops at start-up."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            start_loops()
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 async def mcp(scope: Scope, receive: Receive, send: Send) -> None:

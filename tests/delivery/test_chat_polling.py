@@ -1,7 +1,7 @@
 """A chat app without a public URL, as ``make run`` serves it: the server process fetches the
 app's events itself (Telegram's getUpdates, Slack's Socket Mode), so a tap or a reply fetched
 so wakes the agent's parked wait at once. The scaled mode leaves the fetching to one
-``manage.py chat_poll`` process, whose answers Redis carries to every server process."""
+process (``manage.py worker``, or ``chat_poll``), whose answers Redis carries to every server process."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from askuser_app.delivery.chats import core, polling
+from askuser_app.server import loops
 from tests.chatfake import (
     CHAT,
     DEADLINE,
@@ -292,14 +293,18 @@ async def test_the_slack_loop_ends_at_once_and_closes_its_socket(slack_polls: Fa
     assert socket.ended.wait(DEADLINE), "the socket was left open"
 
 
-async def test_in_the_scaled_mode_no_server_process_fetches(settings, scaled_layer, fake_api: FakeAPI, caplog):
+async def test_a_server_that_leaves_the_worker_its_loops_fetches_nothing_and_says_so(
+    settings, scaled_layer, fake_api: FakeAPI, caplog
+):
     settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_WEBHOOK_SECRET = TOKEN, ""
     settings.TELEGRAM_API_URL = fake_api.url
 
-    await polling.fetch(core.installed()["telegram"])
+    loops.start(worker=False)  # `serve --no-worker`, the scaled mode's default
+    await loops.stop()
 
     assert fake_api.calls == []
-    assert "run manage.py chat_poll telegram beside the server processes" in caplog.text
+    assert "Telegram has no public URL set up; its events are fetched by the worker" in caplog.text
+    assert "run one manage.py worker beside the server processes" in caplog.text
 
 
 async def test_an_app_with_a_public_url_is_not_fetched(settings, embedded_layer, fake_api: FakeAPI):

@@ -61,9 +61,8 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 
-# The units' commands (deploy/systemd/), as Python's arguments. Until `manage.py serve` and
-# `manage.py worker` exist, the server processes are Daphne's, as `make run` starts them.
-SERVE = ("-m", "daphne", "-v", "0", "controlui.asgi:application")  # ("manage.py", "serve", "--no-worker", "-v", "0")
+# The units' commands (deploy/systemd/), as Python's arguments.
+SERVE = ("manage.py", "serve", "--no-worker", "-v", "0")
 WORKER = ("manage.py", "worker")
 WORKER_EXISTS = (ROOT / "askuser_app" / "management" / "commands" / "worker.py").exists()
 

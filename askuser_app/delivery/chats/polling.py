@@ -2,18 +2,12 @@
 
 Telegram without ``TELEGRAM_WEBHOOK_SECRET`` long-polls ``getUpdates``; Slack
 with ``SLACK_APP_TOKEN`` holds a Socket Mode connection (``Polling.polls``).
-In the embedded mode each runs as one of the server's background loops,
-beside the delivery engine's, and hands every event to the same handler its webhook
-endpoint uses. An answer taken so is announced on the layer this process's
-parked waits and open pages listen on, and they hear of it at once. Taken by
-a second process (``manage.py chat_poll``) it would be recorded where no wait
-or page hears of it: the embedded layer lives in one process's memory.
-
-In the scaled mode the server processes leave it to one ``manage.py chat_poll
-<name>`` process: Telegram serves one ``getUpdates`` at a time (a second
-consumer is refused with 409 Conflict), so several server processes would
-take turns refusing each other, and the Redis layer carries that one
-process's announcements to every server process anyway.
+Each runs as a background loop of the worker (``askuser_app/server/loops.py``
+says which process that is: the server process itself in the embedded mode,
+one ``manage.py worker`` beside the server processes in the scaled mode), and
+hands every event to the same handler its webhook endpoint uses. An answer
+taken so is announced on the channel layer, and the parked waits and open
+pages listening there hear of it at once.
 """
 
 from __future__ import annotations
@@ -23,29 +17,16 @@ import logging
 
 from askuser_app.delivery.chats import core
 from askuser_app.delivery.chats.base import Polling
-from askuser_app.runtime import realtime
 from askuser_app.runtime.background import Loop
 
 log = logging.getLogger("askuser")
 
 RECHECK = 30.0  # seconds before an app that is off, or was refused, is looked at again
 
-_told: set[str] = set()  # the apps this scaled process said it leaves to chat_poll
-
 
 async def fetch(adapter: Polling) -> None:
-    """One turn: the app's events until it refuses; nothing while it is off or another process polls."""
+    """One turn: the app's events until it refuses; nothing while it is off."""
     if not (adapter.configured() and adapter.polls()):
-        return
-    if realtime.heard_by_every_process():
-        if adapter.name not in _told:
-            _told.add(adapter.name)
-            log.info(
-                "%s has no public URL set up; in the scaled mode one process fetches its events: "
-                "run manage.py chat_poll %s beside the server processes.",
-                adapter.label,
-                adapter.name,
-            )
         return
     try:
         await adapter.poll()

@@ -1,0 +1,86 @@
+"""Every background loop of askuser, and where each may run: the one place that says so.
+
+- **Anywhere** (``ANYWHERE``): the deadline loop (``server/expiry.py``) and the
+  delivery engine (``delivery/engine.py``). Each turn claims its rows by
+  compare-and-set, so any number of processes may run them at once and none
+  does a thing twice. Every server process runs them: a prompt or a delivery
+  committed in a process wakes that process's own loop at once, where a loop
+  in another process would see it only at its next recheck.
+- **Once** (``once``): the chat apps' events fetched without a public URL
+  (``delivery/chats/polling.py``), one loop per bot. Telegram serves one
+  ``getUpdates`` per bot at a time (a second consumer is refused with 409
+  Conflict) and each Slack Socket Mode connection gets its share of the events,
+  so exactly one process per deployment runs them: the worker.
+
+The worker is ``manage.py worker``, or the server process itself with
+``ASKUSER_SERVE_WORKER`` (on by default without ``REDIS_URL``: the embedded
+mode's one process does everything; off with it, where one ``manage.py worker``
+runs beside the server processes). ``manage.py serve --no-worker`` and
+``--worker`` choose for one process.
+
+Loops start when the process is ready (``start``), never on a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from askuser_app.delivery import engine
+from askuser_app.delivery.chats import core, polling
+from askuser_app.delivery.chats.base import Polling
+from askuser_app.runtime.background import Loop
+from askuser_app.server import expiry
+
+log = logging.getLogger("askuser")
+
+ANYWHERE: tuple[Loop, ...] = (expiry.loop, engine.loop)
+
+
+def once() -> list[Loop]:
+    """The loops one process of the deployment runs: one per chat app that fetches its events."""
+    return list(polling.loops().values())
+
+
+_worker: bool | None = None  # what start() was told, in this process
+
+
+def start(*, worker: bool) -> None:
+    """In the running event loop: the loops that run anywhere, and the worker's when ``worker``."""
+    global _worker
+    _worker = worker
+    for loop in (*ANYWHERE, *(once() if worker else ())):
+        loop.ensure_running()
+    if not worker:
+        _say_who_fetches()
+
+
+def started_again() -> None:
+    """On a request (``edge.FrontDoor``): the loops ``start`` started, running in this event loop.
+
+    A no-op for ``serve`` (Daphne runs one event loop). It is what keeps an application
+    driven without ``serve`` (the tests' in-process client, each test its own event loop)
+    doing its background work; to go once that client starts the loops as ``serve`` does."""
+    from django.conf import settings
+
+    worker = settings.ASKUSER_SERVE_WORKER if _worker is None else _worker
+    for loop in (*ANYWHERE, *(once() if worker else ())):
+        loop.ensure_running()
+
+
+def _say_who_fetches() -> None:
+    for adapter in core.installed().values():
+        if isinstance(adapter, Polling) and adapter.configured() and adapter.polls():
+            log.info(
+                "%s has no public URL set up; its events are fetched by the worker: "
+                "run one manage.py worker beside the server processes.",
+                adapter.label,
+            )
+
+
+async def stop() -> None:
+    """Cancel this process's loops and wait until each has ended."""
+    tasks = [loop.task for loop in (*ANYWHERE, *once()) if loop.task is not None and not loop.task.done()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
