@@ -3,13 +3,15 @@ holder of the token; a server process that asked, answered and delivered says so
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import log_in, until_sync
+from tests.conftest import auth, log_in, until_sync, wait_until_parked
 from tests.servers import DaphneServer
-from tests.webhookfake import WEBHOOK_ENV, Receiver, ask_with_callback, finished
+from tests.webhookfake import WEBHOOK_ENV, Receiver, ask_with_callback, cancel_over_http, finished
 
 TOKEN = "metrics-token-for-the-scraper"
 OUTSIDER = {"X-Forwarded-For": "203.0.113.7"}  # relayed by the trusted proxy on 127.0.0.1
@@ -117,3 +119,20 @@ def test_a_client_outside_is_refused_without_the_token_and_served_with_it(server
 @pytest.mark.django_db(transaction=True)
 def test_only_reading_is_served(server):
     assert httpx.post(f"{server.url}/metrics", timeout=10).status_code == 404
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_a_parked_wait_counts_while_it_waits(server, receiver, token):
+    prompt_id = ask_with_callback(server, token, receiver.url, session="metrics-wait")
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(
+            httpx.get, f"{server.url}/api/v1/prompts/{prompt_id}?wait=20", headers=auth(token), timeout=30
+        )
+        wait_until_parked(server)
+
+        parked = value(samples(scrape(server).text), "askuser_waits_parked")
+        cancel_over_http(server, token, prompt_id)
+
+        assert waiting.result().json()["status"] == "no_answer"
+    assert (parked, value(samples(scrape(server).text), "askuser_waits_parked")) == (1, 0)
