@@ -5,8 +5,9 @@ loop turns and failures, delivery attempts, answer times, sockets open, waits
 parked) is per process, so each server process is scraped as a target of
 its own. What is the same whichever process is asked (prompts by status,
 reason and surface; hosts paused) is read from the database for the scrape,
-in one grouped count and one count of the few paused hosts: it is right
-across processes, even for the work a process that serves no HTTP did.
+in one grouped count read off an index (``prompt_outcome_idx``) and one
+count of the few paused hosts: it is right across processes, even for the
+work a process that serves no HTTP did.
 
 Served in front of Django, beside ``/healthz``, so that it reports on the
 routes Django never sees (the waits, the hooks, the create) without being one
@@ -28,9 +29,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from askuser_app.models import DeliveryHost, Prompt
-from askuser_app.runtime.asyncdb import database_call
+from askuser_app.runtime.asyncdb import OwnThread
 from askuser_app.runtime.http import App, Receive, Scope, Send, header, respond_with
 from askuser_app.server import edge
+
+# A scrape's counts run on a thread of their own: they never queue a person's or an agent's
+# request behind them on the thread ``database_call`` shares.
+database = OwnThread("askuser-metrics-db")
 
 
 class Endpoint:
@@ -43,7 +48,7 @@ class Endpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD") or not may_read(scope):
             return await self.otherwise(scope, receive, send)
-        stored = await database_call(Stored.read)()
+        stored = await database.run(Stored.read)()
         await respond_with(send, 200, exposition(stored), CONTENT_TYPE_LATEST, scope=scope)
 
 
@@ -70,7 +75,7 @@ class Stored:
 
     @classmethod
     def read(cls) -> Stored:
-        grouped = Prompt.objects.order_by().values_list("status", "reason", "surface").annotate(n=Count("pk"))
+        grouped = Prompt.objects.order_by().values_list("status", "reason", "surface").annotate(n=Count("*"))
         paused = DeliveryHost.objects.filter(paused_until__gt=timezone.now()).count()
         return cls(list(grouped), paused)
 
