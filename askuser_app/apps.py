@@ -22,7 +22,7 @@ class AskuserAppConfig(AppConfig):
     def ready(self) -> None:
         from askuser_app.delivery import engine, messages, notifiers, webhooks
         from askuser_app.domain import signals, wording
-        from askuser_app.runtime import realtime
+        from askuser_app.runtime import metrics, realtime
         from askuser_app.runtime.datadir import prepare, protect_sqlite_files
         from askuser_app.staff import admin  # noqa: F401  # registers the history with Django admin
 
@@ -35,7 +35,12 @@ class AskuserAppConfig(AppConfig):
             (signals.prompt_created, [realtime.on_prompt_created, messages.on_prompt_created]),
             (
                 signals.prompt_resolved,
-                [realtime.on_prompt_resolved, webhooks.on_prompt_resolved, messages.on_prompt_resolved],
+                [
+                    realtime.on_prompt_resolved,
+                    webhooks.on_prompt_resolved,
+                    messages.on_prompt_resolved,
+                    metrics.on_prompt_resolved,
+                ],
             ),
             (signals.prompt_extended, [realtime.on_prompt_extended]),
             (signals.message_created, [realtime.on_message_created]),

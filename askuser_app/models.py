@@ -176,6 +176,8 @@ class Prompt(models.Model):
             models.Index(fields=["status", "created_at"], name="prompt_status_created_idx"),
             # The surface filter's choices: the distinct surfaces, read off the index.
             models.Index(fields=["surface"], name="prompt_surface_idx"),
+            # /metrics' count of prompts by status, reason and surface: read off the index alone.
+            models.Index(fields=["status", "reason", "surface"], name="prompt_outcome_idx"),
         ]
 
     def __str__(self) -> str:

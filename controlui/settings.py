@@ -297,6 +297,9 @@ ASKUSER_MAX_WAITS_PER_ADDRESS = env_int("ASKUSER_MAX_WAITS_PER_ADDRESS", 500)
 # them is from the rightmost X-Forwarded-For entry that is not one of them
 # (askuser_app/runtime/proxies.py). Empty: the peer is the client.
 ASKUSER_TRUSTED_PROXIES = env_networks("ASKUSER_TRUSTED_PROXIES")
+# /metrics is served to loopback clients, and to any client that sends this as a
+# Bearer token (askuser_app/server/metrics.py). Empty: loopback only.
+ASKUSER_METRICS_TOKEN = env_str("ASKUSER_METRICS_TOKEN")
 
 # Login throttling (django-axes) on the Control UI's and the admin's login:
 # after ASKUSER_LOGIN_FAILURES wrong passwords for one username from one

@@ -32,7 +32,7 @@ from django.conf import settings
 from askuser_app.agents import refusals
 from askuser_app.domain import agentauth, contract, services
 from askuser_app.domain.chars import ascii_int, ascii_number
-from askuser_app.runtime import http, proxies
+from askuser_app.runtime import http, metrics, proxies
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.realtime import Inbox, hub, prompt_group, session_group
 
@@ -59,9 +59,11 @@ class Parked:
         for key in keys:
             self._check(key)
         self.counts.update(keys)
+        metrics.WAITS_PARKED.inc()
         try:
             yield
         finally:
+            metrics.WAITS_PARKED.dec()
             self.counts.subtract(keys)
             for key in keys:
                 if self.counts[key] <= 0:

@@ -66,6 +66,7 @@ from django.utils import timezone
 
 from askuser_app.delivery import names
 from askuser_app.models import DeliveryHost
+from askuser_app.runtime import metrics
 from askuser_app.runtime.asyncdb import OwnThread
 from askuser_app.runtime.background import Loop
 
@@ -389,6 +390,7 @@ def record(claim: Claim, tried: Tried) -> None:
         if outcome.answered:
             _host_answered(claim.owner_id, claim.host)
         claim.kind.record(claim, tried, paused_until)
+        transaction.on_commit(lambda: metrics.attempted(claim.kind.name, outcome.ok, outcome.timed_out))
 
 
 def host_pause(timeouts: int, first: float) -> float:

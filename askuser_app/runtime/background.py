@@ -21,6 +21,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from askuser_app.runtime import metrics
+
 log = logging.getLogger("askuser")
 
 
@@ -64,9 +66,11 @@ class Loop:
                 await asyncio.sleep(rest)  # the wakes meanwhile are all answered by the turn below
             woken.clear()  # before the work, so a wake during it is not lost
             began = time.monotonic()
+            metrics.LOOP_TURNS.labels(loop=self.name).inc()
             try:
                 upcoming = await self.turn()
             except Exception:
+                metrics.LOOP_FAILURES.labels(loop=self.name).inc()
                 log.exception("%s failed; trying again shortly.", self.name)
                 upcoming = None
             delay = self.recheck if upcoming is None else (upcoming - timezone.now()).total_seconds()

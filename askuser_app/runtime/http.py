@@ -99,8 +99,15 @@ async def respond(
 ) -> None:
     """A JSON response sent straight over ASGI, with the security headers Django's would have."""
     payload = json.dumps(body, ensure_ascii=False).encode()
+    await respond_with(send, status, payload, "application/json", headers, scope=scope)
+
+
+async def respond_with(
+    send: Send, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None, *, scope: Scope
+) -> None:
+    """A response of ``content_type`` sent straight over ASGI, with the security headers Django's would have."""
     fields = {
-        "Content-Type": "application/json",
+        "Content-Type": content_type,
         "Cache-Control": "no-store",
         **security_headers(is_secure(scope)),
         **(headers or {}),

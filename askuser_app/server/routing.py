@@ -9,7 +9,7 @@ from askuser_app.agents import create as agentwrites
 from askuser_app.agents.hooks import HookCall
 from askuser_app.agents.waits import MessagesWait, PromptWait
 from askuser_app.runtime import http
-from askuser_app.server import edge, keptthreads
+from askuser_app.server import edge, keptthreads, metrics
 from askuser_app.web.consumers import LiveConsumer
 
 websocket_urlpatterns = [
@@ -19,7 +19,7 @@ websocket_urlpatterns = [
 
 
 def http_urlpatterns(django_app: http.App) -> list[URLPattern]:
-    """The long-polls, the hooks, the create, health and MCP in front of Django; the panel's
+    """The long-polls, the hooks, the create, health, metrics and MCP in front of Django; the panel's
     answer to Django on threads kept for it; everything else to Django."""
 
     def waits(consumer: type[PromptWait | MessagesWait]) -> edge.ByMethod:
@@ -32,6 +32,7 @@ def http_urlpatterns(django_app: http.App) -> list[URLPattern]:
     # Channels routes ASGI applications through Django's path(); its stubs allow views only.
     return [
         path("healthz", edge.health),  # type: ignore[arg-type]
+        path("metrics", metrics.Endpoint(otherwise=django_app)),  # type: ignore[arg-type]
         re_path(r"^api/v1/prompts/?$", agentwrites.CreateRoute(otherwise=django_app)),  # type: ignore[arg-type]
         re_path(r"^api/v1/prompts/(?P<prompt_id>[^/]+)/?$", waits(PromptWait)),  # type: ignore[arg-type]
         re_path(r"^api/v1/sessions/(?P<key>[^/]+)/messages/?$", waits(MessagesWait)),  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.utils import translation
 
 from askuser_app.domain import contract
-from askuser_app.runtime import i18n, proxies
+from askuser_app.runtime import i18n, metrics, proxies
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.realtime import session_group, user_group
 from askuser_app.web import socketauth, ui
@@ -183,9 +183,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if not holdings.take(holders):
             return False
         self.held = [holder for holder, _ in holders]
+        metrics.SOCKETS_OPEN.inc()
         return True
 
     async def disconnect(self, code: int) -> None:
+        if self.held:
+            metrics.SOCKETS_OPEN.dec()
         holdings.release(self.held)
         self.held = []
         await self.leave()

@@ -200,7 +200,9 @@ HTTP_RULES = [
 ]
 
 # Routes served in front of Django.
-ASGI_RULES = {"/healthz": expect(200), "/mcp": expect(401, token_a=406, token_b=406)}
+# /metrics: these requests come over loopback, which may read it; from elsewhere only with
+# its token (tests/server/test_metrics.py).
+ASGI_RULES = {"/healthz": expect(200), "/metrics": expect(200), "/mcp": expect(401, token_a=406, token_b=406)}
 
 # WebSocket routes: may the role open the socket?
 WS_RULES = [
