@@ -454,6 +454,9 @@ class Delivery(models.Model):
 
     # None for an agent's news (a ``notice`` about a session, not a prompt).
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, null=True, blank=True, related_name="deliveries")
+    # The session an agent's news is about (None for a prompt's rows): its newer news replaces
+    # an older one still waiting for the same address, so a flood of news is one row per address.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
     # Whose it is: the engine shares its attempts out per owner first.
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", editable=False)
     channel = models.CharField(max_length=16)
@@ -484,6 +487,12 @@ class Delivery(models.Model):
                 fields=["owner", "next_attempt_at"],
                 condition=Q(state__in=["to_send", "to_edit"]),
                 name="delivery_owner_due_idx",
+            ),
+            # A session's news still waiting, which newer news for the same address replaces.
+            models.Index(
+                fields=["session", "channel", "address"],
+                condition=Q(state="to_send", session__isnull=False),
+                name="delivery_waiting_news_idx",
             ),
         ]
 
