@@ -430,6 +430,11 @@ class LinkCode(models.Model):
         return f"{self.channel} code for {self.user_id}"
 
 
+# The states with a try to make (``messages.LIVE``): the engine's reads match the due indexes'
+# condition exactly, or a database cannot use them and reads every row of the table.
+LIVE_DELIVERY = ["to_send", "to_edit", "maybe_sent"]
+
+
 class Delivery(models.Model):
     """One message of a prompt to one address: a linked chat identity (Telegram, Slack,
     Discord), an email address or a push device; one of the delivery engine's row kinds
@@ -480,12 +485,10 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         indexes = [
             # The engine's queries: the next due send or edit, and an owner's due ones.
-            models.Index(
-                fields=["next_attempt_at"], condition=Q(state__in=["to_send", "to_edit"]), name="delivery_due_idx"
-            ),
+            models.Index(fields=["next_attempt_at"], condition=Q(state__in=LIVE_DELIVERY), name="delivery_due_idx"),
             models.Index(
                 fields=["owner", "next_attempt_at"],
-                condition=Q(state__in=["to_send", "to_edit"]),
+                condition=Q(state__in=LIVE_DELIVERY),
                 name="delivery_owner_due_idx",
             ),
             # A session's news still waiting, which newer news for the same address replaces.
