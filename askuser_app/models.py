@@ -432,6 +432,11 @@ class LinkCode(models.Model):
         return f"{self.channel} code for {self.user_id}"
 
 
+# The states with a try to make (``messages.LIVE``): the engine's reads match the due indexes'
+# condition exactly, or a database cannot use them and reads every row of the table.
+LIVE_DELIVERY = ["to_send", "to_edit", "maybe_sent"]
+
+
 class Delivery(models.Model):
     """One message of a prompt to one address: a linked chat identity (Telegram, Slack,
     Discord), an email address or a push device; one of the delivery engine's row kinds
@@ -456,6 +461,9 @@ class Delivery(models.Model):
 
     # None for an agent's news (a ``notice`` about a session, not a prompt).
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, null=True, blank=True, related_name="deliveries")
+    # The session an agent's news is about (None for a prompt's rows): its newer news replaces
+    # an older one still waiting for the same address, so a flood of news is one row per address.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
     # Whose it is: the engine shares its attempts out per owner first.
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", editable=False)
     channel = models.CharField(max_length=16)
@@ -479,13 +487,17 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         indexes = [
             # The engine's queries: the next due send or edit, and an owner's due ones.
-            models.Index(
-                fields=["next_attempt_at"], condition=Q(state__in=["to_send", "to_edit"]), name="delivery_due_idx"
-            ),
+            models.Index(fields=["next_attempt_at"], condition=Q(state__in=LIVE_DELIVERY), name="delivery_due_idx"),
             models.Index(
                 fields=["owner", "next_attempt_at"],
-                condition=Q(state__in=["to_send", "to_edit"]),
+                condition=Q(state__in=LIVE_DELIVERY),
                 name="delivery_owner_due_idx",
+            ),
+            # A session's news still waiting, which newer news for the same address replaces.
+            models.Index(
+                fields=["session", "channel", "address"],
+                condition=Q(state="to_send", session__isnull=False),
+                name="delivery_waiting_news_idx",
             ),
         ]
 

@@ -26,7 +26,9 @@ the device. A send the platform refused (a Permanent failure) was not sent:
 that row is dropped. A row with a ``notice`` (Discord's follow-up to a tap) is one text
 sent once: ``to_send → closed``; so is one without a prompt, a coding agent's
 news for the person (``agent_news``: "Claude Code finished"), which every
-channel tells (``Telling``). Claiming a try is a compare-and-set on the
+channel tells (``Telling``). Newer news of a session replaces its older news
+still waiting for the same address (``replace_waiting_news``): an agent that
+floods news leaves one row per address to send, never a backlog. Claiming a try is a compare-and-set on the
 row's attempt count that also pushes ``next_attempt_at`` past the try's
 timeout, so two processes never make the same try, and a process that dies
 mid-try leaves the row for any other. A platform's ``Temporary`` failure is
@@ -169,6 +171,7 @@ def agent_news(message: Message, *, finished: bool) -> None:
     rows = [
         Delivery(
             owner_id=owner,
+            session=session,
             channel=link.channel,
             link=link,
             address=link.chat_id,
@@ -182,6 +185,7 @@ def agent_news(message: Message, *, finished: bool) -> None:
     rows += [
         Delivery(
             owner_id=owner,
+            session=session,
             channel=name,
             address=to.address,
             host=to.host or name,
@@ -194,8 +198,27 @@ def agent_news(message: Message, *, finished: bool) -> None:
         for to in cast(Notifier, adapter).reaches(owner)
     ]
     if rows:
+        replace_waiting_news(session, rows)
         Delivery.objects.bulk_create(rows)
         transaction.on_commit(engine.wake, robust=True)
+
+
+def replace_waiting_news(session: Any, rows: list[Delivery]) -> None:
+    """Drop the session's older news still waiting for an address the newer news goes to: an
+    agent that keeps sending news leaves one row per address to send, the latest, never a
+    backlog. One already in flight is closed if its try lands (``record``), as it was sent."""
+    for channel, addresses in _addresses_by_channel(rows).items():
+        waiting = Delivery.objects.filter(
+            session=session, channel=channel, address__in=addresses, state=Delivery.State.TO_SEND
+        )
+        waiting.update(state=Delivery.State.DROPPED, last_error="replaced by newer news of its session")
+
+
+def _addresses_by_channel(rows: list[Delivery]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        found.setdefault(row.channel, []).append(row.address)
+    return found
 
 
 # --- whom the notifiers reach, kept between creates ---------------------------------------------

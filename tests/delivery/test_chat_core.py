@@ -527,3 +527,28 @@ def test_staff_see_links_and_each_chat_message_with_its_tries(chat_on, agent, st
     assert page.status_code == 200 and "Service Unavailable (503)" in page.content.decode()
     assert reader.post(f"/admin/askuser_app/chatlink/{linked.pk}/delete/", {"post": "yes"}).status_code == 403
     assert ChatLink.objects.filter(pk=linked.pk).exists()
+
+
+def test_a_flood_of_agent_news_leaves_one_waiting_row_per_address_and_the_latest_is_sent(chat_on, agent, linked):
+    chat_on.ASKUSER_MESSAGE_RATE_LIMIT = 2000
+    prompt = ask(agent, session="cc-job")
+    for n in range(1000):
+        services.post_agent_note(agent, "cc-job", f"Claude Code is waiting ({n})", tell="waiting")
+    services.post_agent_note(agent, "cc-other", "Claude Code is waiting elsewhere", tell="waiting")
+
+    waiting = Delivery.objects.filter(state="to_send")
+    assert waiting.filter(prompt=None).count() == 2  # one per session and address, not 1,001
+    assert waiting.filter(prompt=prompt).count() == 1  # a prompt's card is never replaced by news
+    tries = [claimed for _ in range(3) for claimed in engine.claim_due(8)]  # two at once per host
+    told = {claimed.news.text for claimed in tries if claimed.news is not None}
+    assert told == {"Claude Code is waiting (999)", "Claude Code is waiting elsewhere"}
+
+
+def test_news_sent_while_newer_news_replaces_it_is_closed_when_its_try_lands(chat_on, agent, linked):
+    services.post_agent_note(agent, "cc-job", "Claude Code is waiting (1)", tell="waiting")
+    in_flight = claim_one()
+    services.post_agent_note(agent, "cc-job", "Claude Code is waiting (2)", tell="waiting")
+
+    assert record(in_flight, ok=True).state == "closed"  # it was sent: never dropped in silence
+    [latest] = engine.claim_due(8)
+    assert latest.news is not None and latest.news.text == "Claude Code is waiting (2)"

@@ -26,6 +26,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from django.db import connection
 from django.utils import timezone
 
 from askuser_app.delivery import egress, engine
@@ -178,7 +179,7 @@ async def test_64_slow_webhook_hosts_of_one_owner_do_not_delay_another_owners_we
 # --- one owner's backlog of 30,000 due messages, another owner's hooks and message -------------
 
 BACKLOG = 30_000
-ROUND_TRIPS = 30
+ROUNDS, ROUND_TRIPS = 3, 10  # hook calls without and with the backlog in turn, so both see the same machine
 WAITING = {
     "session_id": "5f1c2e7a-1d2b-4c11-9a3e-0b6f7f4d2e10",
     "transcript_path": "/home/alice/.claude/projects/x.jsonl",
@@ -198,11 +199,21 @@ def backlog(user: Any, link: Any) -> None:
         for n in range(BACKLOG)
     )
     Delivery.objects.bulk_create(rows, batch_size=2_000)
+    set_aside(user, False)  # (and checkpointed)
 
 
-async def hook_round_trips(token: str, count: int = ROUND_TRIPS) -> float:
-    """The mean time of the faster four fifths of ``count`` hook calls, each a
-    Notification that returns at once."""
+def set_aside(user: Any, aside: bool) -> None:
+    """``user``'s backlog out of the engine's way (not due: as if it were not there), or back."""
+    was, now = ("to_send", "dropped") if aside else ("dropped", "to_send")
+    Delivery.objects.filter(owner=user, state=was).update(state=now)
+    if connection.vendor == "sqlite":
+        # Written into SQLite's log now: otherwise the next commit, a hook's, copies 30,000 rows' pages.
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+async def hook_round_trips(token: str, count: int = ROUND_TRIPS) -> list[float]:
+    """The times of ``count`` hook calls, each a Notification that returns at once."""
     body = json.dumps(WAITING).encode()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     times = []
@@ -211,7 +222,7 @@ async def hook_round_trips(token: str, count: int = ROUND_TRIPS) -> float:
         response = await asgi_request("POST", "/api/v1/hooks", content=body, headers=headers)
         times.append(time.monotonic() - began)
         assert (response.status_code, response.json()) == (200, {})
-    return statistics.mean(sorted(times)[: max(1, count * 4 // 5)])  # a busy machine's odd pause is not the engine's
+    return times
 
 
 def sent_to(fake: Any, chat: str) -> Any:
@@ -229,17 +240,24 @@ async def test_30000_due_messages_of_one_owner_slow_neither_another_owners_hooks
     theirs = await database_call(core.link_by_hand)(other_user, "telegram", "888", chat_id="888")
     engine.ensure_running()
     await hook_round_trips(token, 3)  # the first calls load what every later one uses
-    baseline = await hook_round_trips(token)
     await found(sent_to(fake_api, "4242"))
-
     await database_call(backlog)(other_user, theirs)
-    engine.wake()
-    await found(lambda: len(sent_to(fake_api, "888")()) >= 10)  # the engine is busy with them
-    mine = len(sent_to(fake_api, "4242")())
-    busy = await hook_round_trips(token)
 
-    await found(lambda: len(sent_to(fake_api, "4242")()) > mine, within=DEADLINE)
-    assert busy <= 2 * baseline, f"a hook took {busy * 1000:.0f} ms, {baseline * 1000:.0f} ms without the backlog"
+    # A busy machine's load drifts over seconds: the calls without and with the backlog take turns.
+    without, busy = [], []
+    for _round in range(ROUNDS):
+        await database_call(set_aside)(other_user, True)
+        without += await hook_round_trips(token)
+        await database_call(set_aside)(other_user, False)
+        engine.wake()
+        sent = len(sent_to(fake_api, "888")())
+        await found(lambda sent=sent: len(sent_to(fake_api, "888")()) >= sent + 10)  # the engine is busy with them
+        mine = len(sent_to(fake_api, "4242")())
+        busy += await hook_round_trips(token)
+        await found(lambda mine=mine: len(sent_to(fake_api, "4242")()) > mine, within=DEADLINE)
+
+    baseline, loaded = statistics.median(without), statistics.median(busy)
+    assert loaded <= 2 * baseline, f"a hook took {loaded * 1000:.0f} ms, {baseline * 1000:.0f} ms without the backlog"
 
 
 # --- the rules, one claim at a time ------------------------------------------------------------
