@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('askuser_app', '0018_prompt_hook_kind'),
+        ('askuser_app', '0020_metrics'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
