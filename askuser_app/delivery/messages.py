@@ -99,16 +99,6 @@ def _channels() -> list[str]:
 # --- recording (inside the creating and the resolving transaction) -----------------------------
 
 
-def on_prompt_created(sender: Any, *, prompt: Prompt, **kwargs: Any) -> None:
-    """``domain.signals.prompt_created``: the messages are written with the prompt."""
-    prompt_created(prompt)
-
-
-def on_prompt_resolved(sender: Any, *, prompt: Prompt, **kwargs: Any) -> None:
-    """``domain.signals.prompt_resolved``: the edits are written with the transition."""
-    prompt_resolved(prompt)
-
-
 def prompt_created(prompt: Prompt) -> None:
     """A message to each recipient of every configured channel: the owner's linked chat
     identities, and whatever a ``Notifier`` (email, push) finds for the owner."""
@@ -147,11 +137,6 @@ def prompt_created(prompt: Prompt) -> None:
     if rows:
         Delivery.objects.bulk_create(rows)
         transaction.on_commit(engine.wake, robust=True)
-
-
-def on_agent_news(sender: Any, *, message: Message, finished: bool, **kwargs: Any) -> None:
-    """``domain.signals.agent_news``: the news is written with its timeline line."""
-    agent_news(message, finished=finished)
 
 
 def agent_news(message: Message, *, finished: bool) -> None:
