@@ -21,7 +21,7 @@ class AskuserAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from askuser_app.delivery import engine, messages, notifiers, webhooks
+        from askuser_app.delivery import channels, engine, messages, webhooks
         from askuser_app.domain import effects, wording
         from askuser_app.runtime.datadir import prepare, protect_sqlite_files
         from askuser_app.server import effects as assembled
@@ -37,17 +37,17 @@ class AskuserAppConfig(AppConfig):
         # Before any database connection: the SQLite file goes in the data folder, and what
         # each notifier keeps there (Web Push's key).
         prepare(settings.DATA_DIR)
-        notifiers.when_ready()
+        channels.when_ready()
         connection_created.connect(protect_sqlite_files, dispatch_uid="askuser-protect-sqlite-files")
 
-        # Each notifier folder's words for where a prompt was resolved ("by email"): the domain's
+        # Each channel folder's words for where a prompt was resolved ("by email"): the domain's
         # table holds them without importing delivery.
-        wording.add_surfaces(notifiers.surfaces())
+        wording.add_surfaces(channels.surfaces())
 
         for changed in (post_save, post_delete):
             # Whom the notifiers reach (an address, a choice, a device) is kept between creates:
             # read again when a user, or a model a notifier's folder watches, changes.
-            for sender in (get_user_model(), *map(apps.get_model, notifiers.watched())):
+            for sender in (get_user_model(), *map(apps.get_model, channels.watched())):
                 changed.connect(
                     messages.recipients_changed,
                     sender=sender,

@@ -20,7 +20,7 @@ from django.http.request import split_domain_port, validate_host
 
 from askuser_app.agents.refusals import Rejected, refuse
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats import polling
+from askuser_app.delivery.channels.chats import polling
 from askuser_app.domain import contract
 from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime import proxies
