@@ -257,7 +257,7 @@ class Telling(Protocol):
 @runtime_checkable
 class Polling(ChatApp, Protocol):
     """An adapter that can also run without a public URL, fetching its inbound events itself:
-    the server's own loop calls ``poll`` in the embedded mode (``delivery.chats.polling``),
+    the server's own loop calls ``poll`` in the embedded mode (``channels.chats.polling``),
     ``manage.py chat_poll <name>`` in the scaled mode."""
 
     def polls(self) -> bool:
