@@ -1,4 +1,5 @@
-"""The app's configuration: where the parts are connected to the signals they act on.
+"""The app's configuration: the parts put together when the app is ready (``domain.effects`` installed,
+the delivery engine's kinds registered, the notifiers' data prepared).
 
 Imports inside ``ready`` are the ones Django asks for (models and what imports
 them are loaded only once the app registry is ready), not a cycle dodged.
@@ -20,49 +21,33 @@ class AskuserAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from askuser_app.delivery import engine, messages, notifiers, webhooks
-        from askuser_app.domain import signals, wording
-        from askuser_app.runtime import metrics, realtime
+        from askuser_app.delivery import channels, engine, messages, webhooks
+        from askuser_app.domain import effects, wording
         from askuser_app.runtime.datadir import prepare, protect_sqlite_files
+        from askuser_app.server import effects as assembled
         from askuser_app.staff import admin  # noqa: F401  # registers the history with Django admin
 
         # The kinds of row the delivery engine sends.
         engine.register(webhooks.KIND, messages.KIND)
 
-        # What a change sets off, in this order: the live pages and waits hear of it
-        # after commit; the webhook and the messages' deliveries are written with it.
-        for signal, receivers in (
-            (signals.prompt_created, [realtime.on_prompt_created, messages.on_prompt_created]),
-            (
-                signals.prompt_resolved,
-                [
-                    realtime.on_prompt_resolved,
-                    webhooks.on_prompt_resolved,
-                    messages.on_prompt_resolved,
-                    metrics.on_prompt_resolved,
-                ],
-            ),
-            (signals.prompt_extended, [realtime.on_prompt_extended]),
-            (signals.message_created, [realtime.on_message_created]),
-            (signals.agent_news, [messages.on_agent_news]),
-        ):
-            for receiver in receivers:
-                signal.connect(receiver, dispatch_uid=f"askuser-{receiver.__module__}.{receiver.__name__}")
+        # What follows every change of ``services``: declared in ``domain.effects``, done by the
+        # assembled server's one implementation.
+        effects.install(assembled.Assembled())
 
         # Before any database connection: the SQLite file goes in the data folder, and what
         # each notifier keeps there (Web Push's key).
         prepare(settings.DATA_DIR)
-        notifiers.when_ready()
+        channels.when_ready()
         connection_created.connect(protect_sqlite_files, dispatch_uid="askuser-protect-sqlite-files")
 
-        # Each notifier folder's words for where a prompt was resolved ("by email"): the domain's
+        # Each channel folder's words for where a prompt was resolved ("by email"): the domain's
         # table holds them without importing delivery.
-        wording.add_surfaces(notifiers.surfaces())
+        wording.add_surfaces(channels.surfaces())
 
         for changed in (post_save, post_delete):
             # Whom the notifiers reach (an address, a choice, a device) is kept between creates:
             # read again when a user, or a model a notifier's folder watches, changes.
-            for sender in (get_user_model(), *map(apps.get_model, notifiers.watched())):
+            for sender in (get_user_model(), *map(apps.get_model, channels.watched())):
                 changed.connect(
                     messages.recipients_changed,
                     sender=sender,

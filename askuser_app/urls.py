@@ -2,8 +2,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
-from askuser_app.delivery import notifiers
-from askuser_app.delivery.chats import views as chat_views
+from askuser_app.delivery import channels
+from askuser_app.delivery.channels.chats import views as chat_views
 from askuser_app.web import views
 
 urlpatterns = [
@@ -22,7 +22,7 @@ urlpatterns = [
     path("language/", views.set_language, name="set_language"),
     # The Control UI's JavaScript strings in the page's language (a script file: no inline script).
     path("jsi18n/", JavaScriptCatalog.as_view(packages=["askuser_app"]), name="javascript_catalog"),
-    path("chat/", include("askuser_app.delivery.chats.urls")),
+    path("chat/", include("askuser_app.delivery.channels.chats.urls")),
     # Each notifier folder's own routes (/settings/email/, /settings/push/…, /sw.js).
-    *[path("", include(module)) for module in notifiers.url_modules()],
+    *[path("", include(module)) for module in channels.url_modules()],
 ]

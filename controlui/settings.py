@@ -17,7 +17,6 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.functional import lazy
 
-from askuser_app.delivery import notifiers
 from askuser_app.runtime.datadir import default_server_url, kept_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -111,10 +110,20 @@ ASGI_APPLICATION = "controlui.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        # The project's templates, then each notifier folder's (askuser_app/delivery/notifiers/).
-        "DIRS": [BASE_DIR / "templates", *notifiers.template_dirs()],
-        "APP_DIRS": True,
+        "DIRS": [BASE_DIR / "templates"],
         "OPTIONS": {
+            # The project's templates, then each channel folder's (askuser_app/delivery/channels/),
+            # then the apps'. Named, not listed: the folders are found when the app runs.
+            "loaders": [
+                (
+                    "django.template.loaders.cached.Loader",
+                    [
+                        "django.template.loaders.filesystem.Loader",
+                        "askuser_app.delivery.channels.loader.Loader",
+                        "django.template.loaders.app_directories.Loader",
+                    ],
+                )
+            ],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.template.context_processors.i18n",
@@ -390,14 +399,14 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:
 if ASKUSER_EMAIL_SMTP:
     EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 else:
-    EMAIL_BACKEND = "askuser_app.delivery.notifiers.email.backend.EmailBackend"
+    EMAIL_BACKEND = "askuser_app.delivery.channels.email.backend.EmailBackend"
 EMAIL_FILE_PATH = DATA_DIR / "mail"
 
 # Web Push (README "Web Push"): the VAPID key pair that signs each push, made once and
 # kept in the data folder like the secret key, unless given (private key as PEM or as
 # the base64url key `vapid --gen` and web-push tools print). ASKUSER_PUSH=0 turns it off.
 ASKUSER_PUSH = env_bool("ASKUSER_PUSH", True)
-# Unset: the key made once in the data folder (askuser_app/delivery/notifiers/push/adapter.py).
+# Unset: the key made once in the data folder (askuser_app/delivery/channels/push/adapter.py).
 ASKUSER_VAPID_PRIVATE_KEY = env_str("ASKUSER_VAPID_PRIVATE_KEY").replace("\\n", "\n")
 ASKUSER_VAPID_PUBLIC_KEY = env_str("ASKUSER_VAPID_PUBLIC_KEY")  # derived from the private key when unset
 # Who push services may contact about our pushes; unset, mailto:askuser@ the public URL's host.

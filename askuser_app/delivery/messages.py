@@ -6,7 +6,7 @@ transaction records a ``Delivery`` per linked identity of the owner and per
 recipient a ``Notifier`` (email, push) names (``prompt_created``), or marks the
 prompt's deliveries for an edit (``prompt_resolved``), both called from
 ``services``; after commit the engine sends them, each through its channel's
-adapter, as ``adapters`` finds it (``chats/<name>.py``, ``notifiers/<name>/adapter.py``).
+adapter, as the one registry finds it (``channels/<name>/adapter.py``).
 
 Each row is one small state machine, so an edit never overtakes its send:
 ``to_send → sent → to_edit → closed``. A prompt resolved before its message
@@ -54,8 +54,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone, translation
 
-from askuser_app.delivery import adapters, engine, notifiers
-from askuser_app.delivery.chats.base import (
+from askuser_app.delivery import channels, engine
+from askuser_app.delivery.channels.base import (
     Adapter,
     Card,
     Closed,
@@ -67,7 +67,7 @@ from askuser_app.delivery.chats.base import (
     Telling,
     Temporary,
 )
-from askuser_app.delivery.chats.core import card, closed, prune_seen, session_url
+from askuser_app.delivery.channels.chats.core import card, closed, prune_seen, session_url
 from askuser_app.delivery.engine import Outcome, Tried
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, Message, Preferences, Prompt
 from askuser_app.runtime import caching
@@ -91,7 +91,7 @@ def retry_delay(number: int, retry_after: float | None = None) -> float:
 
 
 def adapters_on() -> dict[str, Adapter]:
-    return adapters.configured()
+    return channels.configured()
 
 
 def _channels() -> list[str]:
@@ -99,16 +99,6 @@ def _channels() -> list[str]:
 
 
 # --- recording (inside the creating and the resolving transaction) -----------------------------
-
-
-def on_prompt_created(sender: Any, *, prompt: Prompt, **kwargs: Any) -> None:
-    """``domain.signals.prompt_created``: the messages are written with the prompt."""
-    prompt_created(prompt)
-
-
-def on_prompt_resolved(sender: Any, *, prompt: Prompt, **kwargs: Any) -> None:
-    """``domain.signals.prompt_resolved``: the edits are written with the transition."""
-    prompt_resolved(prompt)
 
 
 def prompt_created(prompt: Prompt) -> None:
@@ -119,8 +109,8 @@ def prompt_created(prompt: Prompt) -> None:
         return
 
     now, owner = timezone.now(), prompt.session.owner_id
-    # Told apart by name, as adapters.py finds them: isinstance() of a Protocol took 2 % of a create's CPU.
-    linked = [name for name in configured if name not in notifiers.names()]
+    # Told apart by name, as the registry lists them: isinstance() of a Protocol took 2 % of a create's CPU.
+    linked = [name for name in configured if name not in channels.notifiers()]
     links = ChatLink.objects.filter(user_id=owner, channel__in=linked) if linked else ()
     rows = [
         Delivery(
@@ -134,7 +124,7 @@ def prompt_created(prompt: Prompt) -> None:
         )
         for link in links
     ]
-    reaching = {name: cast(Notifier, adapter) for name, adapter in configured.items() if name in notifiers.names()}
+    reaching = {name: cast(Notifier, adapter) for name, adapter in configured.items() if name in channels.notifiers()}
     rows += [
         Delivery(
             prompt=prompt,
@@ -151,11 +141,6 @@ def prompt_created(prompt: Prompt) -> None:
         transaction.on_commit(engine.wake, robust=True)
 
 
-def on_agent_news(sender: Any, *, message: Message, finished: bool, **kwargs: Any) -> None:
-    """``domain.signals.agent_news``: the news is written with its timeline line."""
-    agent_news(message, finished=finished)
-
-
 def agent_news(message: Message, *, finished: bool) -> None:
     """A coding agent's news (``message``, a line of its session) to each of the owner's linked chat
     identities and each recipient a notifier reaches: a ``Delivery`` with a ``notice`` and no prompt,
@@ -166,7 +151,7 @@ def agent_news(message: Message, *, finished: bool) -> None:
         return
     now, session = timezone.now(), message.session
     where = {"title": session.title, "url": session_url(session.key), "tag": f"askuser-session-{session.pk}"}
-    linked = [name for name in configured if name not in notifiers.names()]
+    linked = [name for name in configured if name not in channels.notifiers()]
     links = ChatLink.objects.filter(user_id=owner, channel__in=linked) if linked else ()
     rows = [
         Delivery(
@@ -194,7 +179,7 @@ def agent_news(message: Message, *, finished: bool) -> None:
             next_attempt_at=now,
         )
         for name, adapter in configured.items()
-        if name in notifiers.names()
+        if name in channels.notifiers()
         for to in cast(Notifier, adapter).reaches(owner)
     ]
     if rows:
@@ -354,9 +339,9 @@ class Messages:
         sending = row.state == Delivery.State.TO_SEND and not row.notice
         if row.attempts >= settings.ASKUSER_CHAT_ATTEMPTS:  # its last try died with its process
             mine.update(state=Delivery.State.FAILED, last_error=row.last_error or "no answer from the last try")
-        elif row.channel not in adapters.configured():
+        elif row.channel not in channels.configured():
             mine.update(state=Delivery.State.FAILED, last_error=f"{row.channel} is not configured on this server")
-        elif sending and row.link_id is None and row.channel not in notifiers.names():
+        elif sending and row.link_id is None and row.channel not in channels.notifiers():
             mine.update(state=Delivery.State.DROPPED, last_error="unlinked before it was sent")
         elif sending and row.prompt is not None and not row.prompt.is_pending:
             # Resolved where no chat app was set up, so its rows were not marked: never send it as pending.
@@ -383,7 +368,7 @@ class Messages:
 
     async def attempt(self, claimed: Claimed) -> Outcome:
         """One send, edit or notice through the channel's adapter, its failure as an Outcome."""
-        adapter = adapters.installed()[claimed.channel]
+        adapter = channels.installed()[claimed.channel]
         try:
             with translation.override(claimed.language):  # the words an adapter adds are the owner's language too
                 if claimed.action == "send":
@@ -478,6 +463,6 @@ def undelivered(prompt_ids: list[Any]) -> dict[str, list[str]]:
     failed: dict[str, list[str]] = {}
     rows = Delivery.objects.filter(prompt_id__in=prompt_ids, state=Delivery.State.FAILED, notice="")
     for prompt_id, channel, ref in rows.values_list("prompt_id", "channel", "ref"):
-        if not ref and adapters.label_of(channel) not in failed.get(str(prompt_id), []):
-            failed.setdefault(str(prompt_id), []).append(adapters.label_of(channel))
+        if not ref and channels.label_of(channel) not in failed.get(str(prompt_id), []):
+            failed.setdefault(str(prompt_id), []).append(channels.label_of(channel))
     return failed

@@ -71,11 +71,6 @@ def retry_delay(number: int) -> float:
 # --- recording (inside the resolving transaction) ---------------------------------------
 
 
-def on_prompt_resolved(sender: Any, *, prompt: Prompt, result: dict[str, Any], **kwargs: Any) -> None:
-    """``domain.signals.prompt_resolved``: inside the transition's transaction."""
-    prompt_resolved(prompt, result)
-
-
 def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
     """Record the delivery of ``result`` if the prompt asked for one; send it after commit."""
     if not prompt.callback_url:

@@ -26,7 +26,7 @@ from django.db.models import Min, Prefetch, QuerySet, prefetch_related_objects
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from askuser_app.domain import contract, signals, textreply, wording
+from askuser_app.domain import contract, effects, textreply, wording
 from askuser_app.domain.agentauth import hash_token, new_token
 from askuser_app.domain.chars import control_character, fold
 from askuser_app.models import (
@@ -182,8 +182,7 @@ def ask(
             Prompt.objects.filter(pk=prompt.pk).update(**fields)
             prompt.hook_event, prompt.hook_kind, prompt.hook_tool_use = hook.event, hook.kind, hook.tool_use
         _record(prompt, PromptEvent.Kind.CREATED, f"agent {agent.name}", "api", run_id=run.run_id)
-        signals.prompt_created.send(Prompt, prompt=prompt)
-        transaction.on_commit(lambda: signals.deadline_added.send(Prompt, expires_at=prompt.expires_at), robust=True)
+        effects.prompt_created(prompt)
     return Asked(prompt, created=True)
 
 
@@ -787,8 +786,7 @@ def _extend_once(current: Prompt, by: User | None, surface: str) -> Extended | N
             added_seconds=extended.added_seconds,
             extended=count + 1,
         )
-        signals.prompt_extended.send(Prompt, extended=extended)
-        transaction.on_commit(lambda: signals.deadline_added.send(Prompt, expires_at=deadline), robust=True)
+        effects.prompt_extended(current)
     return extended
 
 
@@ -884,7 +882,7 @@ def _transition(prompt: Prompt, resolution: Resolution) -> Prompt:
                 deadline=deadline,
                 **resolution.detail,
             )
-            signals.prompt_resolved.send(Prompt, prompt=prompt, result=resolution.result)
+            effects.prompt_resolved(prompt, resolution.result)
     if not won:
         current = _current_expiring_if_overdue(prompt)
         if current.is_pending:  # an expiry read the deadline before More time moved it
@@ -931,11 +929,11 @@ def post_agent_note(
 ) -> Message:
     """A line askuser writes in the session's timeline about the agent ("Claude Code finished: …"):
     counted like the agent's messages, shown as askuser's own, never read as a reply. With ``tell``,
-    it is also news for the person's channels (``signals.agent_news``), written with the line."""
+    it is also news for the person's channels (``effects.agent_news``), written with the line."""
     with transaction.atomic():
         message = _post_for_agent(agent, key, text, title, Message.Author.SYSTEM)
         if tell:
-            signals.agent_news.send(Message, message=message, finished=tell == "finished")
+            effects.agent_news(message, finished=tell == "finished")
     return message
 
 
@@ -947,7 +945,7 @@ def _post_for_agent(agent: Agent, key: str, text: Any, title: str | None, author
         _check_window(posted, settings.ASKUSER_MESSAGE_RATE_LIMIT, "posted {limit} messages")
         session, _ = _session_for(agent, key, title)
         message = Message.objects.create(session=session, author=author, text=text, agent=agent)
-        signals.message_created.send(Message, message=message)
+        effects.message_created(message)
     return message
 
 
@@ -969,7 +967,7 @@ def post_user_message(session: Session, user: User, text: Any) -> Posted:
         message = Message.objects.create(
             session=session, author=Message.Author.USER, text=text, user=user, prompt=pending
         )
-        signals.message_created.send(Message, message=message)
+        effects.message_created(message)
     if pending is None:
         return Posted(message)
     return _read_as_reply(session, user, message, pending)
@@ -994,7 +992,7 @@ def _read_as_reply(session: Session, user: User, message: Message, prompt: Promp
 def _note(session: Session, prompt: Prompt, text: str) -> Message:
     with transaction.atomic():
         note = Message.objects.create(session=session, author=Message.Author.SYSTEM, text=text, prompt=prompt)
-        signals.message_created.send(Message, message=note)
+        effects.message_created(note)
     return note
 
 

@@ -87,16 +87,13 @@ OUTCOMES = {
     ),
 }
 
-# Where a prompt was resolved, as it follows the outcome: "answered on the web". A notifier's
-# words ("by email") are declared in its folder, and added when the app is ready (``add_surfaces``).
+# Where a prompt was resolved, as it follows the outcome: "answered on the web". A channel's
+# words ("on Telegram", "by email") are declared in its folder, and added when the app is ready (``add_surfaces``).
 SURFACES = {
     "web": gettext_noop("on the web"),
     "text": gettext_noop("by a text reply"),
     "api": gettext_noop("through the API"),
     "admin": gettext_noop("in the admin"),
-    "telegram": gettext_noop("on Telegram"),
-    "slack": gettext_noop("on Slack"),
-    "discord": gettext_noop("on Discord"),
 }
 ELSEWHERE = gettext_noop("elsewhere (%(surface)s)")  # a surface this table does not name
 BY = gettext_noop(" by %(user)s")

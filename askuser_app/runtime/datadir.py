@@ -43,7 +43,7 @@ def private_folder(path: Path) -> Path:
 def prepare(data_dir: Path) -> None:
     """At start-up: the folder, private, with the secret key and the folder ``collectstatic``
     writes to, each made once. What a notifier keeps here (Web Push's key) it makes itself, when
-    the app is ready (``askuser_app/delivery/notifiers/__init__.py``)."""
+    the app is ready (``askuser_app/delivery/channels/__init__.py``)."""
     private_folder(data_dir)
     kept_secret(data_dir)
     (data_dir / "static").mkdir(mode=FOLDER_MODE, exist_ok=True)
@@ -56,7 +56,7 @@ def kept_secret(data_dir: Path) -> str:
 
 def vapid_key(data_dir: Path) -> str:
     """The Web Push signing key (P-256, PEM), made once: linked devices keep working across restarts
-    (``askuser_app/delivery/notifiers/push/``)."""
+    (``askuser_app/delivery/channels/push/``)."""
     return _made_once(data_dir / "vapid_private_key.pem", _new_vapid_key)
 
 

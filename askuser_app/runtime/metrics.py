@@ -10,7 +10,7 @@ not counted here but read from the database at scrape time.
 Each is moved at the one place its event happens: a loop's turn in
 ``background.Loop``, an attempt in the delivery engine's ``record``, a socket
 held in the live consumer, a wait parked in ``agents.waits``; the answer time
-by ``on_prompt_resolved``, connected to ``signals.prompt_resolved``.
+by ``prompt_resolved``, which the assembled server's effects call (``server/effects.py``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def attempted(kind: str, ok: bool, timed_out: bool) -> None:
     DELIVERY_ATTEMPTS.labels(kind=kind, outcome=outcome).inc()
 
 
-def on_prompt_resolved(sender: Any, *, prompt: Prompt, result: dict[str, Any], **kwargs: Any) -> None:
+def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
     """An answered prompt's time to answer, once its transaction commits (a rolled-back one never was)."""
     if result.get("status") != Prompt.Status.ANSWERED:
         return

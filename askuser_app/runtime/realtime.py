@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import async_to_sync
 from channels import layers as channels_layers
 from channels.layers import get_channel_layer
-from django.db import transaction
 
 from askuser_app.runtime.layers import InMemoryChannelLayer
 
@@ -77,9 +76,8 @@ def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
     _announce([waiters, *_browser_messages(prompt, result["status"])])
 
 
-def prompt_extended(extended: Any) -> None:
+def prompt_extended(prompt: Prompt) -> None:
     """A deadline moved (``services.extend``): waiters re-arm, every tab redraws its countdown."""
-    prompt = extended.prompt
     deadline = prompt.expires_at.isoformat()
     waiters = (
         prompt_group(prompt.pk),
@@ -99,25 +97,6 @@ def message_created(message: Message) -> None:
     }
     session = message.session
     _announce([(session_group(session.key), event), (user_group(session.owner_id), event)])
-
-
-# --- receivers of ``domain.signals``: each announcement leaves after its commit ---------------
-
-
-def on_prompt_created(sender: Any, *, prompt: Prompt, **kwargs: Any) -> None:
-    transaction.on_commit(lambda: prompt_created(prompt), robust=True)
-
-
-def on_prompt_resolved(sender: Any, *, prompt: Prompt, result: dict[str, Any], **kwargs: Any) -> None:
-    transaction.on_commit(lambda: prompt_resolved(prompt, result), robust=True)
-
-
-def on_prompt_extended(sender: Any, *, extended: Any, **kwargs: Any) -> None:
-    transaction.on_commit(lambda: prompt_extended(extended), robust=True)
-
-
-def on_message_created(sender: Any, *, message: Message, **kwargs: Any) -> None:
-    transaction.on_commit(lambda: message_created(message), robust=True)
 
 
 def _browser_messages(prompt: Prompt, status: str, *, asked: bool = False) -> list[tuple[str, dict[str, Any]]]:

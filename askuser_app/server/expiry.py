@@ -12,11 +12,10 @@ next recheck; it never holds up the others.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django.utils import timezone
 
-from askuser_app.domain import services, signals
+from askuser_app.domain import services
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.background import Loop
 
@@ -31,12 +30,3 @@ async def _turn() -> datetime | None:
 
 loop = Loop("Expiring prompts", _turn)
 ensure_running = loop.ensure_running
-
-
-def deadline_added(sender: Any, *, expires_at: datetime, **kwargs: Any) -> None:
-    """From any thread, after a prompt is created here (``signals.deadline_added``)."""
-    loop.wake(expires_at)
-
-
-# services only sends the signal: it does not import this module, which imports it.
-signals.deadline_added.connect(deadline_added)

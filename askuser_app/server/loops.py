@@ -7,7 +7,7 @@
   committed in a process wakes that process's own loop at once, where a loop
   in another process would see it only at its next recheck.
 - **Once** (``once``): the chat apps' events fetched without a public URL
-  (``delivery/chats/polling.py``), one loop per bot. Telegram serves one
+  (``delivery/channels/chats/polling.py``), one loop per bot. Telegram serves one
   ``getUpdates`` per bot at a time (a second consumer is refused with 409
   Conflict) and each Slack Socket Mode connection gets its share of the events,
   so exactly one process per deployment runs them: the worker.
@@ -26,9 +26,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from askuser_app.delivery import engine
-from askuser_app.delivery.chats import core, polling
-from askuser_app.delivery.chats.base import Polling
+from askuser_app.delivery import channels, engine
+from askuser_app.delivery.channels.base import Polling
+from askuser_app.delivery.channels.chats import polling
 from askuser_app.runtime.background import Loop
 from askuser_app.server import expiry
 
@@ -69,7 +69,7 @@ def started_again() -> None:
 
 
 def _say_who_fetches() -> None:
-    for adapter in core.installed().values():
+    for adapter in channels.installed_chat_apps().values():
         if isinstance(adapter, Polling) and adapter.configured() and adapter.polls():
             log.info(
                 "%s has no public URL set up; its events are fetched by the worker: "

@@ -31,7 +31,7 @@ from django.template.loader import get_template
 from django.utils import formats, translation
 from django.utils.module_loading import import_string
 
-from askuser_app.delivery import adapters
+from askuser_app.delivery import channels
 
 # Python considers a full pass after 10 passes over the middle generation
 # (each after 10 over the youngest, each after 700 objects allocated): every
@@ -58,7 +58,7 @@ def prepare_to_serve() -> None:
 
 def load_what_requests_use() -> None:
     import_module(settings.ROOT_URLCONF)
-    adapters.installed()  # every chat surface and notifier, and their SDKs
+    channels.installed()  # every chat surface and notifier, and their SDKs
     for alias in connections:
         import_module(connections[alias].ops.compiler_module)  # the ORM's SQL compilers
     for alias in settings.CACHES:

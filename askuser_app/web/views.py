@@ -18,7 +18,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from askuser_app.delivery import notifiers
+from askuser_app.delivery import channels
 from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Prompt, Session
 from askuser_app.runtime import i18n
@@ -175,7 +175,7 @@ def settings_page(request: LoggedInRequest) -> HttpResponse:
     """The person's settings: notifications, each notifier's (devices, email), coding agents,
     language, and a link to the chat apps."""
     preferences = prefs.of(request.user)
-    context = {"preferences": preferences, **notifiers.sections(request)}
+    context = {"preferences": preferences, **channels.sections(request)}
     return render(request, "askuser/settings.html", context)
 
 
@@ -185,7 +185,7 @@ def settings_agents(request: LoggedInRequest) -> HttpResponse:
     """Save whether the person is told when a coding agent finishes: the box ticked or not."""
     asked = request.POST.get("tell_finished", "")
     if asked not in ("", "on"):
-        context = {"preferences": prefs.of(request.user), **notifiers.sections(request)}
+        context = {"preferences": prefs.of(request.user), **channels.sections(request)}
         context["agents_error"] = _("Tick the box or leave it empty.")
         return render(request, "askuser/settings.html", context, status=422)
     prefs.choose_tell_finished(request.user, asked == "on")

@@ -10,7 +10,7 @@ import json
 import pytest
 from django.test import Client
 
-from askuser_app.delivery.chats import core
+from askuser_app.delivery.channels.chats import core
 from askuser_app.domain import services, textreply
 from askuser_app.models import Answer, Delivery, Prompt, PromptEvent
 from askuser_app.runtime import realtime

@@ -444,8 +444,9 @@ def test_a_reconnecting_tab_showing_any_extension_count_is_caught_up_cleanly(age
 
 @pytest.mark.parametrize("value", [*NON_ASCII_DIGITS, "1²", "٣٤", "9" * 30, "-1", "1_0", "inf"])
 def test_a_retry_after_that_is_not_ascii_digits_counts_as_no_retry_after(value):
-    from askuser_app.delivery.chats import discord, slack
-    from askuser_app.delivery.notifiers.push import adapter as push
+    from askuser_app.delivery.channels.discord import adapter as discord
+    from askuser_app.delivery.channels.push import adapter as push
+    from askuser_app.delivery.channels.slack import adapter as slack
     from askuser_client import client
 
     header = [(b"Retry-After", value.encode())]

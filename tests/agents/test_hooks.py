@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.telegram import SECRET_HEADER
-from askuser_app.delivery.notifiers.email import mails
+from askuser_app.delivery.channels.chats import core
+from askuser_app.delivery.channels.email import mails
+from askuser_app.delivery.channels.telegram.adapter import SECRET_HEADER
 from askuser_app.domain import hooks, prefs, services
 from askuser_app.models import Delivery, Message, Prompt
 from askuser_app.runtime import realtime

@@ -1,5 +1,5 @@
-"""The delivery engine and its adapters (webhooks, chats/telegram|slack|discord,
-notifiers/email|push: askuser_app/delivery/): which channel layer a chat app's
+"""The delivery engine and its adapters (webhooks, channels/telegram|slack|discord|
+email|push: askuser_app/delivery/): which channel layer a chat app's
 events reach, so a test can say which mode it runs in."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from askuser_app.delivery.chats import core
+from askuser_app.delivery.channels.chats import core
 from askuser_app.domain import services
 from tests.browsers import MARKS, WAIT_MS, Human, playwright_api
 from tests.chatfake import CHAT, SLACK_DM, SLACK_USER, WithoutURL, slack_dm

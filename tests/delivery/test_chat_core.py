@@ -10,8 +10,8 @@ from django.test import Client
 from django.utils import timezone
 
 from askuser_app.delivery import engine, messages
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import Action, Sender, encode
+from askuser_app.delivery.channels.base import Action, Sender, encode
+from askuser_app.delivery.channels.chats import core
 from askuser_app.delivery.engine import Outcome, Tried
 from askuser_app.domain import contract, services, textreply
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent

@@ -22,8 +22,9 @@ from django.utils import timezone
 from nacl.encoding import HexEncoder
 from nacl.signing import SigningKey
 
-from askuser_app.delivery.chats import core, discord
-from askuser_app.delivery.chats.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.delivery.channels.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.delivery.channels.chats import core
+from askuser_app.delivery.channels.discord import adapter as discord
 from askuser_app.domain import services
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatLink, Delivery, LinkCode, Prompt, SeenEvent

@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from askuser_app.delivery.chats import core, polling
+from askuser_app.delivery import channels
+from askuser_app.delivery.channels.chats import core, polling
 from askuser_app.server import loops
 from tests.chatfake import (
     CHAT,
@@ -314,7 +315,7 @@ async def test_an_app_with_a_public_url_is_not_fetched(settings, embedded_layer,
     settings.SLACK_APP_TOKEN, settings.SLACK_API_URL = "", f"{fake_api.url}/api/"
 
     for name in ("telegram", "slack"):
-        await polling.fetch(core.installed()[name])
+        await polling.fetch(channels.installed_chat_apps()[name])
 
     assert fake_api.calls == []
 
@@ -323,7 +324,7 @@ async def test_a_slack_out_of_reach_is_said_in_a_sentence_and_tried_again_later(
     settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET = "xoxb-test", SLACK_SIGNING_SECRET
     settings.SLACK_APP_TOKEN, settings.SLACK_API_URL = "xapp-test", f"http://127.0.0.1:{free_port()}/api/"
 
-    await polling.fetch(core.installed()["slack"])  # returns: its loop tries again after RECHECK
+    await polling.fetch(channels.installed_chat_apps()["slack"])  # returns: its loop tries again after RECHECK
 
     [said] = [r for r in caplog.records if "Socket Mode" in r.getMessage()]
     assert said.levelname == "WARNING" and said.exc_info is None

@@ -21,8 +21,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from askuser_app.delivery.chats import core, slack
-from askuser_app.delivery.chats.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.delivery.channels.base import Action, Button, Card, Closed, Permanent, Temporary
+from askuser_app.delivery.channels.chats import core
+from askuser_app.delivery.channels.slack import adapter as slack
 from askuser_app.domain import contract, services
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent

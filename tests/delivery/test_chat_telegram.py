@@ -19,8 +19,8 @@ from django.test import Client
 from django.utils import timezone
 
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.telegram import SECRET_HEADER, adapter
+from askuser_app.delivery.channels.chats import core
+from askuser_app.delivery.channels.telegram.adapter import SECRET_HEADER, adapter
 from askuser_app.domain import services
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, LinkCode, Prompt, SeenEvent
 from askuser_app.runtime.asyncdb import database_call

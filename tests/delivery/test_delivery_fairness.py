@@ -30,7 +30,7 @@ from django.db import connection
 from django.utils import timezone
 
 from askuser_app.delivery import egress, engine
-from askuser_app.delivery.chats import core
+from askuser_app.delivery.channels.chats import core
 from askuser_app.delivery.engine import Busy, Outcome, Tried
 from askuser_app.domain import addresses, contract, services
 from askuser_app.models import (

@@ -22,9 +22,9 @@ from django.test import Client
 from django.utils import timezone, translation
 
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats.base import Card
-from askuser_app.delivery.notifiers.email import mails as email
-from askuser_app.delivery.notifiers.email.adapter import adapter as email_adapter
+from askuser_app.delivery.channels.base import Card
+from askuser_app.delivery.channels.email import mails as email
+from askuser_app.delivery.channels.email.adapter import adapter as email_adapter
 from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, Preferences, Prompt, PromptEvent
 from askuser_app.runtime.asyncdb import database_call
@@ -131,7 +131,7 @@ def test_the_file_backend_mails_those_who_chose_it(settings, agent, addressed):
 def test_a_create_reads_the_owners_address_and_preferences_in_one_query(
     smtp, agent, addressed, django_assert_num_queries
 ):
-    from askuser_app.delivery.notifiers.email.adapter import adapter
+    from askuser_app.delivery.channels.email.adapter import adapter
 
     prompt = ask(agent)
     with django_assert_num_queries(1):
@@ -320,7 +320,7 @@ def test_without_email_host_mail_is_written_into_the_private_data_folder(tmp_pat
     assert done.returncode == 0, done.stderr
 
     backend, folder, folder_mode, files = json.loads(done.stdout.strip().splitlines()[-1])
-    assert backend == "askuser_app.delivery.notifiers.email.backend.EmailBackend" and folder == str(
+    assert backend == "askuser_app.delivery.channels.email.backend.EmailBackend" and folder == str(
         tmp_path / "data" / "mail"
     )
     assert folder_mode == 0o700 and list(files.values()) == [0o600]
@@ -533,7 +533,7 @@ def test_the_settings_page_shows_the_address_and_saves_a_choice(smtp, addressed)
 
 
 def prefs_labels():
-    from askuser_app.delivery.notifiers.email.views import choice_label
+    from askuser_app.delivery.channels.email.views import choice_label
 
     return [(seconds, choice_label(seconds)) for seconds in prefs.EMAIL_CHOICES]
 

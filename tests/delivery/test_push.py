@@ -33,9 +33,9 @@ from cryptography.x509.oid import NameOID
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from askuser_app.delivery import adapters, engine
-from askuser_app.delivery.chats.base import Temporary
-from askuser_app.delivery.notifiers.push import adapter as push
+from askuser_app.delivery import channels, engine
+from askuser_app.delivery.channels.base import Temporary
+from askuser_app.delivery.channels.push import adapter as push
 from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
 from askuser_app.runtime import datadir
@@ -737,7 +737,7 @@ def test_with_push_turned_off_the_routes_say_so(owner, settings):
     assert post_json(client, "/settings/push/subscribe", _keys()).status_code == 404
     assert client.get("/settings/push/key").status_code == 404
     assert "Web Push is turned off on this server." in client.get("/settings/").content.decode()
-    assert "push" not in adapters.configured()
+    assert "push" not in channels.configured()
 
 
 @pytest.mark.django_db

@@ -8,9 +8,12 @@ import copy
 import pytest
 from django.test import Client
 
-from askuser_app.delivery.chats import core, discord, slack, telegram
-from askuser_app.delivery.notifiers.email import mails
-from askuser_app.delivery.notifiers.push import adapter as push
+from askuser_app.delivery.channels.chats import core
+from askuser_app.delivery.channels.discord import adapter as discord
+from askuser_app.delivery.channels.email import mails
+from askuser_app.delivery.channels.push import adapter as push
+from askuser_app.delivery.channels.slack import adapter as slack
+from askuser_app.delivery.channels.telegram import adapter as telegram
 from askuser_app.domain import contract, services, textreply
 from askuser_app.models import Prompt
 from tests.conftest import QUESTION, AgentClient, payload

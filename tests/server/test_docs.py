@@ -23,8 +23,8 @@ PAGES = [README, ROOT / "askuser_app" / "server" / "README.md", *sorted((ROOT / 
 SOURCES = ("askuser_app", "controlui", "bench", "tests", "client")
 # A name starting so is a path from the checkout's root.
 ROOTED = ("askuser_app/", "controlui/", "bench/", "tests/", "docs/", "static/", "templates/", "client/", "deploy/")
-# A name starting so is a path inside askuser_app (``server/edge.py``, ``notifiers/email/``).
-PACKAGES = ("agents", "delivery", "domain", "runtime", "server", "staff", "web", "chats", "notifiers")
+# A name starting so is a path inside askuser_app (``server/edge.py``, ``channels/email/``).
+PACKAGES = ("agents", "delivery", "domain", "runtime", "server", "staff", "web", "chats", "channels")
 # Files of other projects that a page quotes: the path a hook shows, a frame of Daphne's in a profile.
 NOT_OURS = frozenset({"src/app.py", "websocket/protocol.py"})
 PLACEHOLDER = re.compile(r"[<>*{}…]")  # askuser_app/locale/<code>/: the folder before it is checked
@@ -126,7 +126,7 @@ def test_every_file_and_module_a_docstring_or_a_page_names_exists():
 
 def test_the_check_reads_every_kind_of_name():
     text = (
-        "``askuser_app/web/views.py`` ``server/edge.py`` ``notifiers/email/`` ``askuser_app.agents.waits.Parked`` "
+        "``askuser_app/web/views.py`` ``server/edge.py`` ``channels/email/`` ``askuser_app.agents.waits.Parked`` "
         "`controlui.asgi:application` ``client.py`` `askuser_app/locale/<code>/` "
         "``askuser_app/realtime.py`` ``chat/polling.py`` ``askuser_app.agents.longpoll`` "
         "``askuser_app.agents.waits.Gone`` ``handler.py`` `askuser_app/gone/<code>/`"
@@ -137,7 +137,7 @@ def test_the_check_reads_every_kind_of_name():
     assert [name for name, exists in found.items() if exists] == [
         "askuser_app/web/views.py",
         "server/edge.py",
-        "notifiers/email/",
+        "channels/email/",
         "askuser_app.agents.waits.Parked",
         "controlui.asgi:application",
         "client.py",

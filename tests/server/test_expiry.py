@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from askuser_app.delivery import engine
-from askuser_app.domain import signals
+from askuser_app.domain import effects
 from askuser_app.models import Prompt, WebhookDelivery
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.server import expiry
@@ -48,19 +48,23 @@ async def test_a_prompt_that_cannot_be_expired_is_logged_by_its_id_and_the_other
     for prompt in [broken, *others]:
         await database_call(overdue)(prompt.pk)
 
-    def fails_for_the_broken_one(sender: Any, *, prompt: Prompt, **kwargs: Any) -> None:
-        if prompt.pk == broken.pk:
-            raise RuntimeError("a receiver's bug")
+    assembled = effects.installed()
 
-    signals.prompt_resolved.connect(fails_for_the_broken_one)
+    class FailingForTheBrokenOne(type(assembled)):  # type: ignore[misc]
+        def prompt_resolved(self, prompt: Prompt, result: dict[str, Any]) -> None:
+            if prompt.pk == broken.pk:
+                raise RuntimeError("an effect's bug")
+            super().prompt_resolved(prompt, result)
+
+    effects.install(FailingForTheBrokenOne())
     try:
         expiry.ensure_running()
         expiry.loop.wake()
         await until_async(expired(*(prompt.pk for prompt in others)))
-        # Read while the receiver still fails: once it is gone, the running loop's next try succeeds.
+        # Read while the effect still fails: once it is gone, the running loop's next try succeeds.
         assert (await database_call(Prompt.objects.get)(pk=broken.pk)).status == "pending"
     finally:
-        signals.prompt_resolved.disconnect(fails_for_the_broken_one)
+        effects.install(assembled)
 
     said = [record.getMessage() for record in caplog.records if record.name == "askuser"]
     assert f"Expiring prompt {broken.pk} failed; the other prompts are expired all the same." in said

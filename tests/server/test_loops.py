@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from askuser_app.delivery.chats import core
+from askuser_app.delivery.channels.chats import core
 from askuser_app.models import Prompt
 from tests.chatfake import CHAT, TOKEN, FakeAPI, FakeTelegram, embedded
 from tests.conftest import QUESTION, ask, until_sync

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from django.utils import timezone
 
-from askuser_app.delivery.chats.telegram import SECRET_HEADER
+from askuser_app.delivery.channels.telegram.adapter import SECRET_HEADER
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 from tests.browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open, shot

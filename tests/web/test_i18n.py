@@ -20,8 +20,8 @@ from django.test import Client
 from django.utils import translation
 
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import Sender
+from askuser_app.delivery.channels.base import Sender
+from askuser_app.delivery.channels.chats import core
 from askuser_app.domain import contract, services
 from askuser_app.management.commands import updatemessages
 from askuser_app.models import Preferences, Prompt

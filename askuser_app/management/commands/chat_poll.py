@@ -3,7 +3,7 @@ getUpdates, Slack Socket Mode), with the delivery engine beside it; until interr
 
 For the scaled mode only, where one process must fetch for all the server processes and
 Redis carries what it records to each of them. In the embedded mode the server process
-fetches the events itself (``askuser_app.delivery.chats.polling``), and this command refuses: what
+fetches the events itself (``askuser_app.delivery.channels.chats.polling``), and this command refuses: what
 it recorded would be announced in its own memory, where no parked wait and no open page
 of the server would hear of it."""
 
@@ -15,9 +15,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from askuser_app.delivery import engine
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import CHANNELS, Polling
+from askuser_app.delivery import channels, engine
+from askuser_app.delivery.channels.base import Polling
 from askuser_app.runtime import realtime
 
 
@@ -25,12 +24,12 @@ class Command(BaseCommand):
     help = "Fetch a chat app's inbound events by polling, for a scaled server (REDIS_URL) with no public URL."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("name", choices=CHANNELS)
+        parser.add_argument("name", choices=channels.chat_apps())
 
     def handle(self, name: str, **options: Any) -> None:
-        adapter = core.installed().get(name)
+        adapter = channels.installed_chat_apps().get(name)
         if adapter is None or not adapter.configured():
-            raise CommandError(f"{core.label_of(name)} is not set up on this server; see the README's Chat apps.")
+            raise CommandError(f"{channels.label_of(name)} is not set up on this server; see the README's Chat apps.")
         if not isinstance(adapter, Polling):
             raise CommandError(
                 f"{adapter.label} cannot be polled: it posts to this server, which needs its public URL "

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from askuser_app.delivery.chats import discord
-from askuser_app.delivery.chats.base import Permanent, Temporary
+from askuser_app.delivery.channels.base import Permanent, Temporary
+from askuser_app.delivery.channels.discord import adapter as discord
 
 
 class Command(BaseCommand):

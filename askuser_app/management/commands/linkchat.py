@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import CHANNELS
+from askuser_app.delivery import channels
+from askuser_app.delivery.channels.chats import core
 from askuser_app.models import ChatLink
 
 
@@ -16,7 +16,7 @@ class Command(BaseCommand):
     help = "Link a chat identity to a user by hand (no code), or unlink it."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("channel", choices=CHANNELS)
+        parser.add_argument("channel", choices=channels.chat_apps())
         parser.add_argument("external_id", help="The person's user id on the platform.")
         parser.add_argument("--user", help="Username of the person whose questions go there.")
         parser.add_argument("--chat-id", default="", help="Where a direct message goes, when not the user id.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext_noop
 
-from askuser_app.delivery.notifiers import Folder
+from askuser_app.delivery.channels import Folder
 
 folder = Folder(
     settings=(

@@ -11,8 +11,8 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import CHANNELS
+from askuser_app.delivery import channels
+from askuser_app.delivery.channels.chats import core
 from askuser_app.models import ChatLink
 
 if TYPE_CHECKING:
@@ -30,16 +30,16 @@ class ChannelRow:
 
 
 def _rows(request: LoggedInRequest, code_for: str = "", code: str = "") -> list[ChannelRow]:
-    installed, configured = core.installed(), core.adapters()
+    installed, configured = channels.installed_chat_apps(), channels.configured_chat_apps()
     links = {k.channel: k for k in ChatLink.objects.filter(user=request.user)}
     rows = []
-    for name in CHANNELS:
+    for name in channels.chat_apps():
         adapter = installed.get(name)
         how = adapter.how_to_link(code) if adapter is not None and name == code_for else ""
         rows.append(
             ChannelRow(
                 name=name,
-                label=core.label_of(name),
+                label=channels.label_of(name),
                 configured=name in configured,
                 link=links.get(name),
                 code=code if name == code_for else "",
@@ -55,13 +55,13 @@ def chat_settings(request: LoggedInRequest) -> HttpResponse:
     if request.method != "POST":
         return render(request, "askuser/chat_settings.html", {"channels": _rows(request)})
     channel = request.POST.get("channel", "")
-    if channel not in core.adapters():
+    if channel not in channels.configured_chat_apps():
         messages.error(request, _("This chat app is not set up on this server."))
         return redirect("chat_settings")
     if request.POST.get("action") == "unlink":
         deleted, _rows_deleted = ChatLink.objects.filter(user=request.user, channel=channel).delete()
         if deleted:
-            messages.info(request, _("Unlinked from %(channel)s.") % {"channel": core.label_of(channel)})
+            messages.info(request, _("Unlinked from %(channel)s.") % {"channel": channels.label_of(channel)})
         return redirect("chat_settings")
     if request.POST.get("action") == "code":
         code = core.new_code(request.user, channel)

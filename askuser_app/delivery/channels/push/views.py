@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from askuser_app.delivery.notifiers.push import adapter as push
+from askuser_app.delivery.channels.push import adapter as push
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import PushSubscription
 

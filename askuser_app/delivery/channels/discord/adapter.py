@@ -39,8 +39,7 @@ from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import (
+from askuser_app.delivery.channels.base import (
     Action,
     Button,
     Card,
@@ -54,6 +53,7 @@ from askuser_app.delivery.chats.base import (
     decode,
     encode,
 )
+from askuser_app.delivery.channels.chats import core
 from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.contract import MAX_FREE_TEXT
 from askuser_app.domain.textreply import TextQuestion, reply_guidance

@@ -10,7 +10,7 @@ with ``EMAIL_HOST``, else files in the data folder) on a thread. Mail cannot
 be edited, so a resolution sends nothing more.
 
 Each mail carries signed links (``make_token``) to the email page
-(``askuser_app/delivery/notifiers/email/views.py``): one per option for a single single-select
+(``askuser_app/delivery/channels/email/views.py``): one per option for a single single-select
 question (``one_tap``), and one for More time. A prompt a coding agent's hook
 asked (a permission: "Allow" runs a command) has no option links: its mail
 links to its page, where the person reads it and answers with a click. A link names the prompt, the owner, a digest
@@ -39,8 +39,8 @@ from django.utils import formats, timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from askuser_app.delivery.chats.base import News, Permanent, Temporary
-from askuser_app.delivery.chats.core import prompt_url
+from askuser_app.delivery.channels.base import News, Permanent, Temporary
+from askuser_app.delivery.channels.chats.core import prompt_url
 from askuser_app.domain import contract, prefs, services, textreply, wording
 from askuser_app.models import Preferences, Prompt
 from askuser_app.runtime import i18n

@@ -28,10 +28,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
-from askuser_app.delivery import notifiers
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.notifiers.email import mails as mail
-from askuser_app.delivery.notifiers.email.adapter import adapter
+from askuser_app.delivery import channels
+from askuser_app.delivery.channels.chats import core
+from askuser_app.delivery.channels.email import mails as mail
+from askuser_app.delivery.channels.email.adapter import adapter
 from askuser_app.domain import prefs, services
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import Prompt
@@ -222,5 +222,5 @@ def settings_email(request: LoggedInRequest) -> HttpResponse:
 def _settings_response(request: LoggedInRequest, state: EmailSettings, status: int = 200) -> HttpResponse:
     if request.htmx:
         return render(request, "askuser/settings/email.html", {"email": state}, status=status)
-    context = {"preferences": prefs.of(request.user), **notifiers.sections(request), "email": state}
+    context = {"preferences": prefs.of(request.user), **channels.sections(request), "email": state}
     return render(request, "askuser/settings.html", context, status=status)

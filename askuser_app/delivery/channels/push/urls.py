@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from askuser_app.delivery.notifiers.push import views
+from askuser_app.delivery.channels.push import views
 
 urlpatterns = [
     path("settings/push/key", views.key, name="push_key"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from askuser_app.delivery.notifiers import Folder
+from askuser_app.delivery.channels import Folder
 from askuser_app.runtime import datadir
 
 

@@ -12,7 +12,7 @@ Inbound arrives two ways that share one set of handlers:
   five minutes) before a byte of it is parsed;
 - over Socket Mode (with ``SLACK_APP_TOKEN``), where the app-level token
   authenticates the socket and nothing is signed: held by the server process
-  itself in the embedded mode (``askuser_app/delivery/chats/polling.py``), by ``manage.py chat_poll
+  itself in the embedded mode (``askuser_app/delivery/channels/chats/polling.py``), by ``manage.py chat_poll
   slack`` in the scaled mode.
 
 Slack wants every request answered within 3 seconds. The core's calls take
@@ -54,8 +54,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.delivery.channels.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.delivery.channels.chats import core
 from askuser_app.domain.chars import ascii_int
 from askuser_app.domain.textreply import TextQuestion
 from askuser_app.models import Delivery

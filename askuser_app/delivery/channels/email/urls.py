@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from askuser_app.delivery.notifiers.email import views
+from askuser_app.delivery.channels.email import views
 
 urlpatterns = [
     path("chat/email/<str:token>/", views.email_page, name="email_page"),

@@ -7,7 +7,7 @@ with the keyboard removed. Inbound: ``POST /chat/telegram/webhook``, checked
 against ``X-Telegram-Bot-Api-Secret-Token`` before its body is read, or, where
 the server has no public URL (no ``TELEGRAM_WEBHOOK_SECRET``), ``poll``
 long-polling ``getUpdates``: in the server process itself in the embedded mode
-(``askuser_app/delivery/chats/polling.py``), in ``manage.py chat_poll telegram`` in the scaled mode.
+(``askuser_app/delivery/channels/chats/polling.py``), in ``manage.py chat_poll telegram`` in the scaled mode.
 The webhook hands its update to ``handle``; ``poll`` reads a batch's updates
 at once (``read``) and sends their replies beside the fetching.
 """
@@ -37,8 +37,8 @@ from telegram.constants import ChatType
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
 
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.delivery.channels.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
+from askuser_app.delivery.channels.chats import core
 from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime.asyncdb import database_call
 

@@ -10,13 +10,12 @@ is told the question is not theirs, and nothing changes.
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import secrets
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -25,12 +24,10 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats.base import (
-    CHANNELS,
+from askuser_app.delivery.channels.base import (
     Action,
     Button,
     Card,
-    ChatApp,
     Closed,
     Reply,
     Sender,
@@ -57,41 +54,6 @@ NOT_LINKED_EVERY = timedelta(minutes=5)
 
 
 # --- adapters -------------------------------------------------------------------------
-# The chat apps'; every channel's, the notifiers' too, are ``askuser_app.delivery.adapters``.
-
-
-def installed() -> dict[str, ChatApp]:
-    """Every chat app's adapter module present (``delivery/chats/<name>.py``), configured or not,
-    in ``CHANNELS`` order."""
-    return dict(_installed())
-
-
-@functools.cache
-def _installed() -> dict[str, ChatApp]:
-    # Once per process: every create and resolution asks which channels are on.
-    found = {}
-    for name in CHANNELS:
-        where = f"{__package__}.{name}"
-        try:
-            module = importlib.import_module(where)
-        except ModuleNotFoundError as missing:
-            if missing.name != where:
-                raise
-            continue
-        found[name] = cast(ChatApp, module.adapter)
-    return found
-
-
-def adapters() -> dict[str, ChatApp]:
-    """The configured chat apps by name; an unconfigured one is absent."""
-    return {name: adapter for name, adapter in installed().items() if adapter.configured()}
-
-
-def label_of(channel: str) -> str:
-    adapter = installed().get(channel)
-    return adapter.label if adapter is not None else channel.title()
-
-
 # --- rendering --------------------------------------------------------------------------
 
 

@@ -52,7 +52,7 @@ from py_vapid import Vapid
 from pywebpush import WebPusher
 
 from askuser_app.delivery import egress
-from askuser_app.delivery.chats.base import Card, Closed, News, Permanent, Recipient, Ref, Temporary
+from askuser_app.delivery.channels.base import Card, Closed, News, Permanent, Recipient, Ref, Temporary
 from askuser_app.domain import addresses
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import PushSubscription

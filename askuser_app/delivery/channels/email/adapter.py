@@ -9,8 +9,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from askuser_app.delivery import engine
-from askuser_app.delivery.chats.base import Card, Closed, News, Recipient, Ref
-from askuser_app.delivery.notifiers.email.mails import compose, compose_news, deliver
+from askuser_app.delivery.channels.base import Card, Closed, News, Recipient, Ref
+from askuser_app.delivery.channels.email.mails import compose, compose_news, deliver
 from askuser_app.domain import prefs
 from askuser_app.models import Preferences
 from askuser_app.runtime.asyncdb import database_call

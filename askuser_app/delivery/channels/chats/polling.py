@@ -15,8 +15,8 @@ from __future__ import annotations
 import functools
 import logging
 
-from askuser_app.delivery.chats import core
-from askuser_app.delivery.chats.base import Polling
+from askuser_app.delivery import channels
+from askuser_app.delivery.channels.base import Polling
 from askuser_app.runtime.background import Loop
 
 log = logging.getLogger("askuser")
@@ -39,7 +39,7 @@ def loops() -> dict[str, Loop]:
     """One loop per app that can fetch its events, by the app's name; made once per process."""
     return {
         name: Loop(f"Fetching {adapter.label} events", functools.partial(fetch, adapter), recheck=RECHECK)
-        for name, adapter in core.installed().items()
+        for name, adapter in channels.installed_chat_apps().items()
         if isinstance(adapter, Polling)
     }
 

@@ -1,9 +1,9 @@
-"""What every chat surface shares: the shapes between the core and an adapter.
+"""What every channel shares: the shapes between the chat core and an adapter.
 
-The core (``askuser_app.delivery.chats.core``) turns a prompt into a ``Card`` and a
-resolved prompt into a ``Closed``; an adapter (a ``ChatApp``, one module per
-platform: ``telegram``, ``slack``, ``discord``; or a ``Notifier``, one folder
-in ``askuser_app/delivery/notifiers/``) draws those with its platform's SDK and
+The core (``askuser_app.delivery.channels.chats.core``) turns a prompt into a ``Card`` and a
+resolved prompt into a ``Closed``; an adapter (a ``ChatApp``: ``telegram``,
+``slack``, ``discord``; or a ``Notifier``: ``email``, ``push``; each the ``adapter``
+module of its folder in ``askuser_app/delivery/channels/``) draws those with its platform's SDK and
 turns what the platform posts back (a tap, a modal, a reply) into a call of
 the core, which answers with a ``Reply`` for the person. No adapter resolves
 a prompt itself: every answer, skip and refusal goes through the core to
@@ -29,10 +29,6 @@ from askuser_app.domain.textreply import TextQuestion
 
 if TYPE_CHECKING:
     from askuser_app.models import Prompt
-
-# The chat apps, in the order their settings page lists them. The notifiers, which reach a person
-# without a linked chat identity, are the folders of ``askuser_app/delivery/notifiers/``.
-CHANNELS = ("telegram", "slack", "discord")
 
 Verb = Literal["option", "other", "skip", "answer"]
 _VERB_CODES: dict[Verb, str] = {"option": "o", "other": "x", "skip": "s", "answer": "t"}
@@ -119,7 +115,7 @@ class Closed:
 class Sender:
     """Who posted to us, as the platform names them (already verified by the adapter)."""
 
-    channel: str  # one of CHANNELS
+    channel: str  # a chat app's name (``channels.chat_apps()``)
     user_id: str  # the platform's user id, as text
     chat_id: str = ""  # where a direct message to them goes (Telegram chat id, Slack DM channel)
     handle: str = ""  # a display name, for the links list
@@ -179,7 +175,8 @@ class Adapter(Protocol):
 
 class ChatApp(Adapter, Protocol):
     """One chat platform, where a person links their identity. A module
-    ``askuser_app/delivery/chats/<name>.py`` for a name in ``CHANNELS`` exposes one as ``adapter``."""
+    folder ``askuser_app/delivery/channels/<name>/`` declared with ``links=True`` exposes one as
+    ``adapter`` in its module ``adapter``."""
 
     def how_to_link(self, code: str) -> str:
         """The one step a person takes with ``code`` (for the settings page)."""
@@ -203,7 +200,7 @@ class Recipient:
 class Notifier(Adapter, Protocol):
     """A channel with no linked identity (email, Web Push): it names its own recipients.
 
-    A notifier's folder, ``askuser_app/delivery/notifiers/<name>/``, exposes one as ``adapter`` in its
+    A notifier's folder, ``askuser_app/delivery/channels/<name>/``, exposes one as ``adapter`` in its
     module ``adapter``. ``recipients`` runs inside the creating transaction, and what it finds is
     kept between creates (``messages.notified``) until a user or a model its folder watches is
     saved or deleted, or a setting changes: it may read nothing else. A prompt that resolves
@@ -260,7 +257,7 @@ class Telling(Protocol):
 @runtime_checkable
 class Polling(ChatApp, Protocol):
     """An adapter that can also run without a public URL, fetching its inbound events itself:
-    the server's own loop calls ``poll`` in the embedded mode (``delivery.chats.polling``),
+    the server's own loop calls ``poll`` in the embedded mode (``channels.chats.polling``),
     ``manage.py chat_poll <name>`` in the scaled mode."""
 
     def polls(self) -> bool:

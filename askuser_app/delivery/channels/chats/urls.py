@@ -10,8 +10,8 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import Http404
 from django.urls import URLPattern, include, path
 
-from askuser_app.delivery.chats.base import Adapter, ChatApp
-from askuser_app.delivery.chats.core import installed
+from askuser_app.delivery import channels
+from askuser_app.delivery.channels.base import Adapter, ChatApp
 
 
 def _when_configured(adapter: Adapter, view: Callable[..., Any]) -> Callable[..., Any]:
@@ -43,4 +43,4 @@ def _guarded(adapter: ChatApp) -> list[URLPattern]:
 
 
 app_name = "chat"
-urlpatterns = [path(f"{name}/", include(_guarded(adapter))) for name, adapter in installed().items()]
+urlpatterns = [path(f"{name}/", include(_guarded(adapter))) for name, adapter in channels.installed_chat_apps().items()]
