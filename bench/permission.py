@@ -48,7 +48,9 @@ WARM = 3  # first rounds, not counted: they warm the page and the server up
 # Resolves once the panel of a prompt other than ``previous`` is shown and its quiet second is
 # over, having clicked Allow at that moment as a mouse does (a press, then the click). Times are
 # the page's, in milliseconds since the epoch.
-ROUND = """previous => new Promise((resolve, reject) => {
+ROUND = """([previous, waitMs]) => new Promise((resolve, reject) => {
+  // A question the tab never shows: null once the hook has stopped waiting for it.
+  window.setTimeout(() => resolve(null), waitMs);
   const at = () => performance.timeOrigin + performance.now();
   let shown = 0;
   const check = () => {
@@ -78,6 +80,7 @@ class Permission:
     shown: Latency  # hook POST sent → panel shown in the tab
     quiet: Latency  # panel shown → quiet over (the page's 1 s)
     answered: Latency  # click on Allow → hook returned allow
+    unseen: int = 0  # questions the tab never showed while their hook waited (not in the figures)
 
 
 def permission_event(n: int) -> dict:
@@ -100,7 +103,8 @@ def measure(hook_url: str, page_url: str, token: str, login: str, rounds: int) -
     hook = f"/api/v1/hooks?wait={WAIT}"
     note = {**EVENT, "hook_event_name": "Notification", "message": "Working", "notification_type": "idle"}
     assert agent.post(hook, json=note).json() == {}  # the session, before its page opens
-    parts: dict[str, list[float]] = {name: [] for name in Permission.__dataclass_fields__}
+    parts: dict[str, list[float]] = {name: [] for name in ("total", "unquiet", "shown", "quiet", "answered")}
+    unseen = 0
     previous = ""
     with sync_playwright() as playwright, ThreadPoolExecutor(1) as pool:
         chromium = playwright.chromium.launch(executable_path=browser.chromium(), args=browser.ARGS)
@@ -112,9 +116,13 @@ def measure(hook_url: str, page_url: str, token: str, login: str, rounds: int) -
             event = permission_event(n)
             sent_at, sent = time.time(), time.perf_counter()
             asking = pool.submit(agent.post, hook, json=event)
-            seen = page.evaluate(ROUND, previous)
+            seen = page.evaluate(ROUND, [previous, (WAIT + 5) * 1000])
             reply = asking.result()
             returned_at, returned = time.time(), time.perf_counter()
+            if seen is None:
+                unseen += 1
+                page.reload()  # the page as the person would see it again, for the next round
+                continue
             if not allowed(reply):
                 raise RuntimeError(f"round {n}: the hook returned {reply.status_code} {reply.text[:200]}")
             previous = seen["id"]
@@ -127,7 +135,7 @@ def measure(hook_url: str, page_url: str, token: str, login: str, rounds: int) -
             parts["answered"].append(returned_at - seen["clicked"] / 1000)
         chromium.close()
     agent.close()
-    return Permission(**{name: latency(times[WARM:]) for name, times in parts.items()})
+    return Permission(**{name: latency(times[WARM:]) for name, times in parts.items()}, unseen=unseen)
 
 
 def report(label: str, result: Permission) -> str:
@@ -135,7 +143,8 @@ def report(label: str, result: Permission) -> str:
         return f"p50 {figure.p50:.1f} ms, p99 {figure.p99:.1f} ms"
 
     return (
-        f"{label}: {result.total.n} permissions allowed in the tab\n"
+        f"{label}: {result.total.n} permissions allowed in the tab, "
+        f"{result.unseen} never shown there while their hook waited {WAIT} s\n"
         f"  hook POST → hook returned allow:           {pair(result.total)}\n"
         f"  the same after the quiet second:           {pair(result.unquiet)}\n"
         f"    hook POST → question shown in the tab:   {pair(result.shown)}\n"

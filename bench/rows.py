@@ -171,4 +171,5 @@ def permission_rows(table: Table, where: str, result: permission.Permission, flo
         Row("hook POST → question shown p99", result.shown.p99, floor=floor.p99),
         Row("click on Allow → hook returned p50", result.answered.p50, floor=floor.p50),
         Row("click on Allow → hook returned p99", result.answered.p99, floor=floor.p99),
+        Row("questions never shown in the tab", result.unseen, "", target="0", passed=result.unseen == 0),
     ]
