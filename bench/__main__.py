@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import browser, capacity, floors, push, report, servers, sockets, throughput, wake
+from . import browser, capacity, floors, permission, push, report, servers, sockets, throughput, wake
 from .payload import human_cookie
 from .report import Table
 from .rows import (
@@ -23,6 +23,7 @@ from .rows import (
     capacity_rows,
     click_rows,
     floor_rows,
+    permission_rows,
     push_rows,
     query_rows,
     search_rows,
@@ -43,6 +44,7 @@ class Plan:
     seconds: float  # per throughput run
     search_rounds: int = 10  # admin searches: each kind of bench/history.py's SEARCHES this many times
     clicks: int = 50  # answers given in the browser
+    permissions: int = 100  # hook permissions allowed in the browser
     connects: int = 2000  # sockets opened for the connect rate
     storm: int = 5000  # pages open when the server is killed
 
@@ -50,7 +52,7 @@ class Plan:
 FULL = Plan(samples=1000, wakes=500, pushes=200, levels=[1000, 5000, 10000], socket_ramp=30, seconds=10)
 QUICK = Plan(
     samples=200, wakes=50, pushes=30, levels=[200], socket_ramp=20, seconds=2, search_rounds=3, clicks=10,
-    connects=300, storm=500,
+    permissions=10, connects=300, storm=500,
 )  # fmt: skip
 
 
@@ -93,6 +95,7 @@ def embedded(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
         say(f"push latency ({plan.pushes} prompts)")
         push_rows(table, asyncio.run(push.measure(server.port, server.port, token, login, plan.pushes)), f.http)
         answer_in_browser(plan, table, "SQLite", server, token, login, f)
+        allow_in_browser(plan, table, "SQLite, one process", server, server, token, login, f)
         sessions = [f"bench-cap-{i}" for i in range(100)]
         prompt_ids = asyncio.run(throughput.create_prompts(server.port, token, sessions, clients=2))
     run_capacity(plan, env, table, token, login, sessions, prompt_ids)
@@ -112,6 +115,24 @@ def answer_in_browser(
         return
     say(f"the answer in the browser, {database} ({plan.clicks} answers)")
     click_rows(table, database, browser.measure(server.url, token, login, plan.clicks), f.http)
+
+
+def allow_in_browser(
+    plan: Plan,
+    table: Table,
+    where: str,
+    hooked: servers.Server,
+    paged: servers.Server,
+    token: str,
+    login: str,
+    f: Floors,
+) -> None:
+    if browser.chromium() is None:
+        table.notes.append(f"{where}: the permission in the browser not measured, chromium is not installed")
+        return
+    say(f"a permission allowed in the browser, {where} ({plan.permissions} permissions)")
+    result = permission.measure(hooked.url, paged.url, token, login, plan.permissions)
+    permission_rows(table, where, result, f.http)
 
 
 def run_sockets(
@@ -194,6 +215,8 @@ def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
         floor = Latency(0, f.http.p50 + f.redis.p50, f.http.p99 + f.redis.p99, f.http.max + f.redis.max)
         wake_rows(table, "Wake latency, mode B: two processes, PostgreSQL, Redis", result, floor)
         answer_in_browser(plan, table, "PostgreSQL and Redis", answering, token, login, f)
+        where = "PostgreSQL and Redis, the hook on one process, the tab on the other"
+        allow_in_browser(plan, table, where, waiting, answering, token, login, f)
         say("create throughput, PostgreSQL")
         results = [asyncio.run(throughput.run(waiting.port, token, n, plan.seconds, f"pg{n}")) for n in (16, 64)]
     throughput_rows(table, "PostgreSQL", results, f, 200)

@@ -216,6 +216,19 @@ What each figure is:
   is answered by the choice) to the panel being hidden,
   by the answer's response or the socket's push, whichever swaps first. The
   floor is the HTTP floor.
+- **A permission answered in the tab**: the round trip of a coding agent's
+  permission. A `PermissionRequest` is posted to `/api/v1/hooks?wait=30` with
+  the agent's token, as Claude Code's http hook sends it; the session's page is
+  open in Debian's chromium (Playwright); the page clicks Allow (a press, then
+  the click) the moment it is clickable, with no think time, and the clock
+  stops when the hook returns `allow`. A hook's panel ignores clicks for its
+  first second (`data-quiet`: a click meant for what was there before never
+  approves), so the round trip is given whole and without that second, which
+  is the POST until the question is shown in the tab plus the click on Allow
+  until the hook returns. The hook's clock is the benchmark's, the panel's the
+  page's (`performance`), on one machine. Embedded: one process; scaled: the
+  hook parked on one process, the tab served by the other. The floor is the
+  HTTP floor; `python -m bench.permission` measures this alone.
 - **WebSocket connects**: pages opening their socket 32 at a time, each as a
   page that is up to date does (`?since=<now>&shown=<its pending prompt>`),
   on a fresh server after a warm-up; the floor is the trivial ASGI app

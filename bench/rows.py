@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import capacity, history, push, sockets, throughput, wake
+from . import capacity, history, permission, push, sockets, throughput, wake
 from .report import Row, Table
 from .stats import Latency
 
@@ -157,4 +157,19 @@ def click_rows(table: Table, database: str, result: Latency, floor: Latency) -> 
         Row("p50", result.p50, floor=floor.p50),
         Row("p99", result.p99, floor=floor.p99, target="≤ 15 ms", passed=result.p99 <= 15),
         Row("max", result.max, floor=floor.max),
+    ]
+
+
+def permission_rows(table: Table, where: str, result: permission.Permission, floor: Latency) -> None:
+    rows = table.section(f"A permission answered in the tab (hook POST → shown → Allow → hook returned), {where}")
+    rows += [
+        Row("round trip p50", result.total.p50),
+        Row("round trip p99", result.total.p99),
+        Row("round trip after the quiet second p50", result.unquiet.p50, floor=floor.p50),
+        Row("round trip after the quiet second p99", result.unquiet.p99, floor=floor.p99),
+        Row("hook POST → question shown p50", result.shown.p50, floor=floor.p50),
+        Row("hook POST → question shown p99", result.shown.p99, floor=floor.p99),
+        Row("click on Allow → hook returned p50", result.answered.p50, floor=floor.p50),
+        Row("click on Allow → hook returned p99", result.answered.p99, floor=floor.p99),
+        Row("questions never shown in the tab", result.unseen, "", target="0", passed=result.unseen == 0),
     ]
