@@ -157,7 +157,7 @@ class Askuser:
             time.sleep(0.02)
         return prompt
 
-    def answer(self, prompt: Prompt, form: dict[str, str]) -> None:
+    def answer(self, prompt: Prompt, form: dict[str, str | list[str]]) -> None:
         """The person answers in the panel, as a browser posts it."""
         url = f"{self.server.url}/s/{prompt.session.key}/prompts/{prompt.pk}/answer"
         headers = {"Cookie": f"sessionid={self.login}; csrftoken={CSRF}", "X-CSRFToken": CSRF, "HX-Request": "true"}

@@ -208,3 +208,62 @@ def test_a_plan_approved_in_askuser_takes_claude_code_out_of_plan_mode(claude, m
     assert "approved" in result.lower(), result  # "User has approved exiting plan mode. …"
     assert Prompt.objects.count() == 1  # its PermissionRequest, if any, asked nothing again
     terminal.until_shows("Starting on the plan.")
+
+
+# --- a structured question -----------------------------------------------------------------
+
+ASKED = {
+    "questions": [
+        {
+            "question": "Which library should parse the dates?",
+            "header": "Library",
+            "options": [
+                {"label": "dateutil", "description": "Already a dependency", "preview": "parse('5 Dec')"},
+                {"label": "Arrow", "description": "A new dependency"},
+            ],
+            "multiSelect": False,
+        },
+        {
+            "question": "Which formats must it accept?",
+            "header": "Formats",
+            "options": [
+                {"label": "ISO 8601", "description": "2026-12-05"},
+                {"label": "RFC 2822", "description": "Sat, 05 Dec 2026"},
+                {"label": "Unix time", "description": "Seconds since 1970"},
+            ],
+            "multiSelect": True,
+        },
+        {
+            "question": "What should a bad date do?",
+            "header": "Errors",
+            "options": [
+                {"label": "Raise", "description": "A ValueError"},
+                {"label": "Return None", "description": "The caller checks"},
+            ],
+            "multiSelect": False,
+        },
+    ]
+}
+
+
+def test_questions_answered_in_askuser_reach_the_model_as_the_tools_result(claude, model, askuser, terminals):
+    model.script = [[Tool("AskUserQuestion", ASKED)], [Say("Parsing with dateutil.")]]
+    hook = [{**group, "matcher": "AskUserQuestion"} for group in http_hook(askuser.hook_url(wait=60), timeout=70)]
+    claude.settings({"PreToolUse": hook, "PermissionRequest": hook})
+    terminal = claude.interactive("Add date parsing", terminals)
+
+    prompt = askuser.pending()
+    assert prompt.hook_kind == "question"
+    assert [q.text for q in prompt.questions.all()] == [q["question"] for q in ASKED["questions"]]
+    askuser.answer(prompt, {"q-q1": "0", "q-q2": ["0", "2"], "q-q3-other": "Log it and keep the raw text"})
+
+    model.wait_for(lambda fake: len(fake.conversation()) == 2, DEADLINE)  # the answers went back
+    result = model.tool_results()[-1]
+    for said in (
+        '"Which library should parse the dates?"="dateutil"',
+        '"Which formats must it accept?"="ISO 8601, Unix time"',
+        '"What should a bad date do?"="Log it and keep the raw text"',
+    ):
+        assert said in result, result
+    assert Prompt.objects.count() == 1  # its PermissionRequest asked nothing again
+    terminal.until_shows("Parsing with dateutil.")
