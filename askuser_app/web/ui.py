@@ -486,12 +486,30 @@ def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, st
     return render_panel(session, cookies, oob=True) + render_appended(items)
 
 
-def render_resolved(session: Session, prompt: Prompt, cookies: dict[str, str]) -> str:
-    """What the tab that just resolved ``prompt`` needs: the panel, and the
+def render_closed_panel(prompt_id: uuid.UUID | str) -> str:
+    """The panel of ``prompt_id`` closed, for the response to the person's own request.
+
+    Not the panel as the session stands: the agent may ask its next prompt the moment
+    this one is answered, and that prompt's push can reach the page before this
+    response does; a panel rendered before it would hide it there. The page closes
+    the panel only while it shows ``prompt_id`` (app.js); what the session asks
+    next comes by the push."""
+    return render_to_string("askuser/partials/panel.html", {"prompt": None, "closes": prompt_id, "oob": True})
+
+
+def render_resolved(prompt: Prompt) -> str:
+    """What the tab that just resolved ``prompt`` needs: its panel closed, and the
     prompt's summary from the prompt in hand (as the transition left it, its
     questions read already), not read again."""
     summary = summarize(prompt, list(prompt.questions.all()))
-    return render_panel(session, cookies, oob=True) + render_appended([summary_item(summary)])
+    return render_closed_panel(prompt.pk) + render_appended([summary_item(summary)])
+
+
+def render_closed(session: Session, prompt_id: str) -> str:
+    """What the tab whose request found ``prompt_id`` resolved already needs: its
+    panel closed, and its summary (read)."""
+    items = [summary_item(s) for s in summaries(resolved_prompts(session, pk=prompt_id))]
+    return render_closed_panel(prompt_id) + render_appended(items)
 
 
 def render_message(message_id: int) -> str:

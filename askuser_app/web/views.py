@@ -118,8 +118,8 @@ def answer_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpRes
     if inbox:  # the card leaves the inbox and its summary joins "just answered"
         return HttpResponse(ui.render_inbox(request.user, oob=True) + ui.render_notice(notice))
     if resolved is not None:  # this request resolved it: the summary is the prompt in hand
-        return HttpResponse(ui.render_resolved(session, resolved, request.COOKIES) + ui.render_notice(notice))
-    return HttpResponse(ui.render_prompt_change(session, prompt_id, request.COOKIES) + ui.render_notice(notice))
+        return HttpResponse(ui.render_resolved(resolved) + ui.render_notice(notice))
+    return HttpResponse(ui.render_closed(session, prompt_id) + ui.render_notice(notice))
 
 
 @login_required
@@ -143,7 +143,7 @@ def extend_prompt(request: LoggedInRequest, key: str, prompt_id: str) -> HttpRes
     if resolved and inbox:
         html = ui.render_inbox(request.user, oob=True) + ui.render_notice(notice)
     elif resolved:  # the panel closes; the page's notice and the summary say what happened
-        html = ui.render_prompt_change(session, str(prompt_id), request.COOKIES) + ui.render_notice(notice)
+        html = ui.render_closed(session, str(prompt_id)) + ui.render_notice(notice)
     else:
         html = ui.render_deadline_change(session, str(prompt_id), request.COOKIES, inbox=inbox)
         html += ui.render_notice(notice, target=ui.panel_error_target(prompt_id, inbox=inbox))
@@ -166,7 +166,7 @@ def post_message(request: LoggedInRequest, key: str) -> HttpResponse:
         return redirect("session", key=key)
     html = ui.render_appended([ui.message_item(m) for m in (posted.message, posted.note) if m is not None])
     if posted.answered is not None:
-        html += ui.render_resolved(session, posted.answered, request.COOKIES)
+        html += ui.render_resolved(posted.answered)
     return HttpResponse(html + ui.render_notice("", target="composer-error"))
 
 

@@ -596,8 +596,13 @@
       return;
     }
     if (target.id === "prompt-panel") {
-      noteFocusBeforeClosing(target, incoming);
       var next = incomingPanel(incoming);
+      // A response closes the panel of the prompt it answered, not a newer one pushed before it arrived.
+      if (next && next.dataset.closes && (target.hidden || target.dataset.promptId !== next.dataset.closes)) {
+        event.detail.shouldSwap = false;
+        return;
+      }
+      noteFocusBeforeClosing(target, incoming);
       if (!next) return;
       // The same prompt again (a resync): keep what the user has chosen so far.
       var same = !target.hidden && target.dataset.promptId && target.dataset.promptId === next.dataset.promptId;

@@ -55,7 +55,7 @@ async def test_an_answer_is_recorded_once_and_the_panel_closes(pending, owner):
 
     html = response.text
     assert response.status_code == 200
-    assert '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true">' in html
+    assert f'<section id="prompt-panel" class="panel" hidden data-closes="{pending.pk}" hx-swap-oob="true">' in html
     assert f'id="item-prompt-{pending.pk}"' in html and "Staging (Recommended)" in html
     current = await Prompt.objects.aget(pk=pending.pk)
     assert current.result["answers"]["answers"] == {"deploy_target": ["Staging (Recommended)"]}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from askuser_app.delivery.channels.telegram.adapter import SECRET_HEADER
 from askuser_app.domain import contract, services
@@ -176,6 +177,51 @@ def test_answering_in_one_tab_closes_the_panel_in_the_other(human, agent_api):
 
     panel_closed(second)
     assert "Answered on the web by alice" in second.locator(f"#item-prompt-{prompt_id}").inner_text()
+
+
+NEXT = {
+    "id": "announce",
+    "header": "Announce",
+    "question": "Tell the team it shipped?",
+    "options": [{"label": "Post it now"}, {"label": "Not yet"}],
+}
+
+
+def test_the_answer_arriving_after_the_next_prompt_leaves_the_next_prompt_open_and_answerable(human, agent_api):
+    """An agent asks again the moment its prompt is answered (a coding agent's next permission,
+    milliseconds later): that prompt's push can reach the page before the answer's own response,
+    which must close only the prompt it answered."""
+    page = human.open()
+    first = agent_api.ask()
+    panel = panel_open(page)
+    held = []
+
+    def hold(route) -> None:
+        held.append((route, route.fetch()))  # the server has answered; its response waits here
+        page.evaluate("() => { window.answerHeld = true; }")
+
+    page.route(f"**/prompts/{first}/answer", hold)
+    # The response's last piece is the page's notice line (its form left the page with the panel it was in).
+    settled = "(event) => { if (event.detail.target.id === 'notice') window.answerSettled = true; }"
+    page.evaluate(f"() => document.addEventListener('htmx:oobAfterSwap', {settled})")
+    panel.get_by_text("Production").click()  # one question: the click answers it
+    page.wait_for_function("() => window.answerHeld === true", timeout=WAIT_MS)
+
+    second = agent_api.ask(NEXT)
+    waiting = agent_api.wait(second)
+    expect(panel).to_have_attribute("data-prompt-id", second, timeout=WAIT_MS)
+    route, response = held[0]
+    route.fulfill(response=response)
+    page.wait_for_function("() => window.answerSettled === true", timeout=WAIT_MS)
+
+    expect(panel).to_be_visible()
+    expect(panel).to_have_attribute("data-prompt-id", second)
+    assert "Production" in page.locator(f"#item-prompt-{first}").inner_text()
+    if "is-collapsed" in (panel.get_attribute("class") or ""):  # it came while the composer had the focus
+        panel.locator(".panel-bar").click()
+    panel.get_by_text("Not yet").click()
+    assert waiting.result(timeout=15)["answers"] == {"answers": {"announce": ["Not yet"]}}
+    panel_closed(page)
 
 
 AT_END = "() => { const s = scroller; return s.scrollHeight - s.scrollTop - s.clientHeight < 2 }"

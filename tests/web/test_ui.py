@@ -164,7 +164,8 @@ def test_an_htmx_answer_returns_the_closed_panel_and_the_summary(agent, browser)
 
     html = response.content.decode()
     assert response.status_code == 200
-    assert '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true">' in html
+    # It closes the panel of this prompt only (a newer one pushed meanwhile stays open: app.js).
+    assert f'<section id="prompt-panel" class="panel" hidden data-closes="{prompt.pk}" hx-swap-oob="true">' in html
     assert f'id="item-prompt-{prompt.pk}"' in html and 'hx-swap-oob="beforeend:#timeline-items"' in html
     assert "Staging (Recommended)" in html
 
@@ -179,8 +180,8 @@ def test_an_answer_reads_nothing_twice(agent, browser, django_capture_on_commit_
 
     assert response.status_code == 200
     reads = [q["sql"].split(" FROM ")[1].split()[0] for q in queries if q["sql"].startswith("SELECT")]
-    # The prompt with its session (the announcement reuses it), then the panel's pending prompt.
-    assert reads.count('"askuser_app_prompt"') == 2 and '"askuser_app_session"' not in reads
+    # The prompt with its session (the announcement reuses it); the closed panel reads nothing.
+    assert reads.count('"askuser_app_prompt"') == 1 and '"askuser_app_session"' not in reads
     # The form's reading of the questions serves the answer, and the summary is the prompt in hand.
     assert reads.count('"askuser_app_question"') == 1 and reads.count('"askuser_app_option"') == 1
 
