@@ -53,12 +53,12 @@ WITH s AS (
     FROM generate_series(1, %(count)s) i JOIN numbered ON numbered.slot = i %% {SESSIONS}
     RETURNING id, status, created_at
 ), q AS (
-    INSERT INTO askuser_app_question (prompt_id, position, key, header, header_full, text, multi_select, detail)
+    INSERT INTO askuser_app_question (prompt_id, position, key, header, header_full, text, multi_select, detail, rule)
     SELECT p.id, k, 'q' || k, 'Step ' || k, 'Step ' || k || ' of rollout ' || (n %% 1000),
         'Should we ' || ({_array(ACTIONS)})[1 + (n + k) %% {len(ACTIONS)}]
         || ' ' || ({_array(SERVICES)})[1 + (n / 7 + k) %% {len(SERVICES)}] || '-' || (n %% 500)
         || ' to ' || ({_array(TARGETS)})[1 + (n / 3) %% {len(TARGETS)}] || '?',
-        false, ''
+        false, '', '{{}}'::jsonb
     FROM (SELECT p.*, row_number() OVER () AS n FROM p) p
     CROSS JOIN LATERAL generate_series(0, CASE WHEN p.n %% 4 = 0 THEN 1 ELSE 0 END) k
     RETURNING id, prompt_id
