@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.db import transaction
 from django.test import Client
 
 from askuser_app.delivery import egress, engine
@@ -304,9 +305,11 @@ async def test_a_callback_name_resolving_to_a_private_address_is_refused_once_an
     settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = True  # when the prompt was made
 
     def made_then_closed() -> str:
-        prompt_id = ask_and_cancel(agent, hook)
-        # Closed before this database thread is free for a delivery loop to claim the delivery.
-        settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = False
+        # One transaction: the engine (on a thread of its own) sees the delivery only once the
+        # setting no longer allows private addresses.
+        with transaction.atomic():
+            prompt_id = ask_and_cancel(agent, hook)
+            settings.ASKUSER_WEBHOOK_ALLOW_PRIVATE = False
         return prompt_id
 
     hook = receiver.url.replace("127.0.0.1", "localhost")
