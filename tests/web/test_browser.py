@@ -339,7 +339,7 @@ def test_a_plain_text_reply_answers_the_prompt(human, agent_api):
     assert (result["status"], result["surface"]) == ("answered", "text")
     assert result["answers"]["answers"] == {"deploy_target": ["Production"], "extras": ["Docs", "Changelog"]}
     panel_closed(page)
-    assert page.locator("#composer-text").input_value() == ""
+    expect(page.locator("#composer-text")).to_have_value("")  # once the reply's own response is back
     assert "Read from your reply" in page.locator(f"#item-prompt-{prompt_id}").inner_text()
 
 
