@@ -340,6 +340,12 @@ class WebhookDelivery(models.Model):
             models.Index(
                 fields=["owner", "next_attempt_at"], condition=Q(status="pending"), name="webhook_owner_due_idx"
             ),
+            # An owner's due ones host by host: a turn steps over a busy host's backlog (engine._each_host).
+            models.Index(
+                fields=["owner", "host", "next_attempt_at"],
+                condition=Q(status="pending"),
+                name="webhook_owner_host_due_idx",
+            ),
             # A host's pending deliveries, pushed back together when it times out.
             models.Index(
                 fields=["host", "next_attempt_at"], condition=Q(status="pending"), name="webhook_host_due_idx"
@@ -492,6 +498,12 @@ class Delivery(models.Model):
                 fields=["owner", "next_attempt_at"],
                 condition=Q(state__in=LIVE_DELIVERY),
                 name="delivery_owner_due_idx",
+            ),
+            # An owner's due ones host by host: a turn steps over a busy host's backlog (engine._each_host).
+            models.Index(
+                fields=["owner", "host", "next_attempt_at"],
+                condition=Q(state__in=LIVE_DELIVERY),
+                name="delivery_owner_host_due_idx",
             ),
             # A session's news still waiting, which newer news for the same address replaces.
             models.Index(

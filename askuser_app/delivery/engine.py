@@ -39,7 +39,8 @@ the same for every kind:
   it waits for the engine's own resources (a name lookup's turn: ``names``).
 - **A backlog costs its owner, not the server.** A turn reads each owner's
   oldest due row and then a few rows at a time by indexed ``LIMIT``s, never
-  all of an owner's due rows; turns are at least ``CALM`` apart, however
+  all of an owner's due rows (past a host at its limit, host by host: its
+  backlog is stepped over, not read); turns are at least ``CALM`` apart, however
   many wakes come between; and the engine's database work runs on a thread
   of its own (``database``), never on the one that the requests of people
   and agents share.
@@ -78,6 +79,8 @@ SLOTS = 24  # attempts in flight per process, of every kind together
 PER_HOST = 2  # attempts in flight per process for one owner to one host
 RECHECK = 5.0  # rows recorded by other processes are seen within this
 CALM = 0.05  # seconds at least between two turns: a burst of wakes makes one turn
+SKIPPABLE = 50  # rows of closed hosts an owner's first read may pass before it goes host by host
+HOSTS_READ = 4 * SLOTS  # an owner's hosts read one by one at most, in a turn, while one is closed
 TIDY_EVERY = 3600.0
 PAUSE_CAP = 1800.0
 
@@ -311,14 +314,42 @@ def _oldest_due(
     now: datetime, owner: int, kinds: list[Kind], closed: set[str], chosen: set[tuple[Kind, int]], count: int
 ) -> list[Due]:
     """The owner's ``count`` longest waiting due rows, of every kind, on hosts not ``closed``,
-    leaving out those ``chosen`` already."""
+    leaving out those ``chosen`` already.
+
+    One read down the (owner, next_attempt_at) index, a few rows more than asked for; when a
+    closed host's backlog fills that read, each open host's oldest instead (``_each_host``): a
+    filter on the host would have the database walk the whole backlog to find nothing."""
     read: list[Due] = []
     for kind in kinds:
-        due = kind.rows().filter(owner_id=owner, next_attempt_at__lte=now).exclude(host__in=closed)
-        due = due.order_by("next_attempt_at").values_list("pk", "host", "next_attempt_at")
-        read += [Due(kind, pk, host, at) for pk, host, at in due[: count + len(chosen)] if (kind, pk) not in chosen]
+        due = kind.rows().filter(owner_id=owner, next_attempt_at__lte=now).order_by("next_attempt_at")
+        limit = count + len(chosen) + SKIPPABLE
+        rows = [Due(kind, pk, host, at) for pk, host, at in due.values_list("pk", "host", "next_attempt_at")[:limit]]
+        fresh = [due for due in rows if due.host not in closed and (kind, due.pk) not in chosen]
+        if len(rows) == limit and len(fresh) < count:
+            fresh = [due for due in _each_host(kind, now, owner, closed) if (kind, due.pk) not in chosen]
+        read += fresh
     read.sort(key=lambda due: due.at)
     return read[:count]
+
+
+def _each_host(kind: Kind, now: datetime, owner: int, closed: set[str]) -> list[Due]:
+    """The oldest due rows of each of the owner's hosts not ``closed`` (``PER_HOST`` each), read
+    host after host down the (owner, host, next_attempt_at) index: one step over a closed host's
+    backlog, however long, instead of a walk through it. Hosts past the first ``HOSTS_READ`` (by
+    name) wait for a later turn: an owner with that many hosts due is one whose own wait it is."""
+    due = kind.rows().filter(owner_id=owner, next_attempt_at__lte=now).order_by("host", "next_attempt_at")
+    read: list[Due] = []
+    after = None
+    for _step in range(HOSTS_READ):
+        # Bounded by host from the first step (from "" on), so that the host index is the one read.
+        step = due.filter(host__gte="") if after is None else due.filter(host__gt=after)
+        rows = list(step.values_list("pk", "host", "next_attempt_at")[:PER_HOST])
+        if not rows:
+            break
+        after = rows[0][1]
+        if after not in closed:
+            read += [Due(kind, pk, host, at) for pk, host, at in rows if host == after]
+    return read
 
 
 def _in_turns(read: list[Due], in_flight: Counter[str]) -> list[Due]:

@@ -39,6 +39,7 @@ from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from askuser_app.delivery import egress
 from askuser_app.delivery.channels.base import (
     Action,
     Button,
@@ -275,7 +276,8 @@ def _failure(response: httpx.Response) -> Exception | None:
 
 async def _call(method: str, route: str, body: Mapping[str, Any]) -> dict[str, Any]:
     try:
-        async with httpx.AsyncClient(base_url=api_url(), headers=_headers(), timeout=TIMEOUT) as client:
+        client = httpx.AsyncClient(base_url=api_url(), headers=_headers(), timeout=TIMEOUT, verify=egress.trusted())
+        async with client:
             response = await client.request(method, route, json=body)
     except httpx.HTTPError as exc:  # timeouts, refused connections, broken answers
         raise Temporary(f"Discord could not be reached: {exc!r}") from exc
@@ -359,7 +361,8 @@ class DiscordAdapter:
         route = f"webhooks/{_setting('DISCORD_APPLICATION_ID')}/{address}"
         body = {"content": escape(text), "flags": EPHEMERAL, "allowed_mentions": NO_MENTIONS}
         try:
-            async with httpx.AsyncClient(base_url=api_url(), headers={"User-Agent": _user_agent()}) as client:
+            headers = {"User-Agent": _user_agent()}
+            async with httpx.AsyncClient(base_url=api_url(), headers=headers, verify=egress.trusted()) as client:
                 response = await client.post(route, json=body, timeout=TIMEOUT)
         except httpx.HTTPError as exc:
             raise Temporary(f"Discord could not be reached: {exc!r}") from exc

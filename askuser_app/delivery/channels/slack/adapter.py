@@ -53,7 +53,7 @@ from slack_sdk.socket_mode.client import BaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from askuser_app.delivery import engine
+from askuser_app.delivery import egress, engine
 from askuser_app.delivery.channels.base import Card, Closed, News, Permanent, Ref, Reply, Sender, Temporary
 from askuser_app.delivery.channels.chats import core
 from askuser_app.domain.chars import ascii_int
@@ -106,7 +106,9 @@ def api_url() -> str:
 def web_client(timeout: int = SEND_TIMEOUT) -> WebClient:
     # No retry handlers: the delivery engine owns retries and their backoff, and an
     # inline call must fail fast rather than retry past Slack's 3 seconds.
-    return WebClient(token=_setting("SLACK_BOT_TOKEN"), base_url=api_url(), timeout=timeout, retry_handlers=[])
+    # The process's one TLS context (egress.trusted): urllib would load the authorities per call.
+    token, tls = _setting("SLACK_BOT_TOKEN"), egress.trusted()
+    return WebClient(token=token, base_url=api_url(), timeout=timeout, ssl=tls, retry_handlers=[])
 
 
 @contextlib.contextmanager
