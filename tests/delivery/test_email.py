@@ -31,6 +31,7 @@ from askuser_app.runtime.asyncdb import database_call
 from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
 from tests.mailfake import parts
 from tests.servers import free_port
+from tests.threads import requests_thread_held
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = "https://askuser.example.com"
@@ -196,6 +197,18 @@ async def test_the_engine_mails_an_unanswered_prompt_once_its_delay_has_passed(s
         assert f"{PUBLIC}/p/{prompt_id}/" in text
     # One link per option, then More time; the HTML carries the same links.
     assert len(links(plain)) == 3 and [link.replace("&amp;", "&") for link in links(html)] == links(plain)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_mail_goes_out_while_the_thread_that_answers_requests_is_held(smtp, agent, addressed):
+    await database_call(wait_seconds)(addressed, 1)
+    await database_call(ask)(agent)
+
+    async with requests_thread_held():  # a slow request: the engine reads and records on its own thread
+        engine.ensure_running()
+        [mail] = await asyncio.to_thread(smtp.wait_for, 1)
+
+    assert mail["Subject"] == "helper asks: Deploy"
 
 
 @pytest.mark.django_db(transaction=True)

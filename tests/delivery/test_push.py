@@ -43,6 +43,7 @@ from askuser_app.runtime.asyncdb import database_call
 from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
 from tests.dnsfake import FakeDNS
 from tests.servers import serve_in_thread
+from tests.threads import requests_thread_held
 
 DEADLINE = 10
 LOOPBACK = ipaddress.ip_address("127.0.0.1")
@@ -280,6 +281,19 @@ async def test_a_new_prompt_reaches_each_device_encrypted_for_it_and_signed_by_t
     assert push_service.at("stranger") == []  # another person's device hears nothing of it
     sent = await row_of(prompt, "sent")
     assert sent.ref["tag"] == f"askuser-{prompt.pk}"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_push_goes_out_while_the_thread_that_answers_requests_is_held(push_service, agent, owner):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    await ask(agent)
+
+    async with requests_thread_held():  # a slow request: the engine reads and records on its own thread
+        engine.ensure_running()
+        [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+
+    assert laptop.read(received.body)["title"] == "helper asks: Deploy"
 
 
 @pytest.mark.django_db(transaction=True)

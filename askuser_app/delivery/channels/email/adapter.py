@@ -13,7 +13,6 @@ from askuser_app.delivery.channels.base import Card, Closed, News, Recipient, Re
 from askuser_app.delivery.channels.email.mails import compose, compose_news, deliver
 from askuser_app.domain import prefs
 from askuser_app.models import Preferences
-from askuser_app.runtime.asyncdb import database_call
 
 if TYPE_CHECKING:
     from askuser_app.models import Prompt
@@ -51,7 +50,7 @@ class Email:
         return []
 
     async def send(self, address: str, card: Card) -> Ref:
-        mail = await database_call(compose)(card.prompt_id, address)
+        mail = await engine.database.run(compose)(card.prompt_id, address)  # the engine's thread, not the requests'
         if mail is None:
             return {"not_sent": "no longer waiting for this address"}
         await engine.blocking(deliver, mail)

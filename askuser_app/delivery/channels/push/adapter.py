@@ -51,13 +51,12 @@ from django.utils.translation import ngettext
 from py_vapid import Vapid
 from pywebpush import WebPusher
 
-from askuser_app.delivery import egress
+from askuser_app.delivery import egress, engine
 from askuser_app.delivery.channels.base import Card, Closed, News, Permanent, Recipient, Ref, Temporary
 from askuser_app.domain import addresses
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import PushSubscription
 from askuser_app.runtime import datadir
-from askuser_app.runtime.asyncdb import database_call
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -378,11 +377,12 @@ def _time_for_one_push() -> float:
 
 async def _push_to(subscription_id: int, message: dict[str, Any]) -> PushSubscription | None:
     """Push ``message`` to one subscription; None when the subscription is gone already."""
-    row = await database_call(PushSubscription.objects.filter(pk=subscription_id).first)()
+    # On the engine's own thread: a push never waits for the thread that the requests share.
+    row = await engine.database.run(PushSubscription.objects.filter(pk=subscription_id).first)()
     if row is None:
         return None
     pushed = await push(row, message, timeout=_time_for_one_push())
-    await database_call(_noted)(row, pushed)
+    await engine.database.run(_noted)(row, pushed)
     _pushed_or_raise(pushed)
     return row
 
