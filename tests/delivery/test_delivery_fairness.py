@@ -14,6 +14,7 @@ import json
 import secrets
 import socket
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -29,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from django.db import connection
 from django.utils import timezone
 
-from askuser_app.delivery import egress, engine
+from askuser_app.delivery import egress, engine, names
 from askuser_app.delivery.channels.chats import core
 from askuser_app.delivery.engine import Busy, Outcome, Tried
 from askuser_app.domain import addresses, contract, services
@@ -51,6 +52,7 @@ DEADLINE = 2.0  # seconds another owner's delivery may take, however busy the en
 SETTLE = 20.0  # seconds for what the engine has in flight to be recorded
 BOT = "123456:TEST-token"
 SLOW_NAMES = 24  # one owner's callback hosts whose names never resolve
+LATE_CALLBACK = 5.0  # seconds a lookup left open would take to call back (1.8 s measured)
 
 
 class Silent:
@@ -396,6 +398,27 @@ async def test_a_resolved_name_is_checked_for_every_address_and_sent_to_the_one_
     assert pinned == again
     assert (str(pinned.url), pinned.host_header) == ("https://93.184.216.34:8443/hook", "public.test:8443")
     assert pinned.extensions == {"sni_hostname": "public.test"}
+
+
+@pytest.mark.backend_neutral
+def test_a_lookup_given_up_on_calls_nothing_back_once_its_event_loop_has_closed(settings):
+    dns = FakeDNS({})  # never answers
+    settings.ASKUSER_DNS_SERVERS = [dns.address]
+    called_back, errors = threading.Event(), []
+
+    def unraisable(report: Any) -> None:  # where "Event loop is closed" from c-ares' thread goes
+        errors.append(report.exc_value)
+        called_back.set()
+
+    was, sys.unraisablehook = sys.unraisablehook, unraisable
+    try:
+        with pytest.raises(TimeoutError):
+            asyncio.run(names.resolve("tarpit.test", 80, 0.2))  # given up on; then the loop closes
+        dns.close()  # a query c-ares still has to retry fails at once (within 2 s)
+        assert not called_back.wait(LATE_CALLBACK), errors
+    finally:
+        sys.unraisablehook = was
+        dns.close()
 
 
 # --- one owner's slow path on a host another owner also uses ------------------------------------
