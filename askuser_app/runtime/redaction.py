@@ -7,6 +7,14 @@ the handler of ``settings.LOGGING``, so it sees every record of every logger
 that reaches it, whatever its level, and replaces each secret the settings
 hold (as written and as a URL would quote it) in the message, the traceback
 and the stack.
+
+Daphne's access log is not a logger: it writes each request's path itself.
+``access_path`` is what it writes instead: a route whose path carries a
+credential (``CREDENTIAL_ROUTES``: a mail's signed link, which answers a
+question without a login) has that segment masked, a query string keeps its
+names only, and the configured secrets are masked as everywhere else. The
+link keeps its shape (``/chat/email/<token>/``), so a mail read without
+JavaScript still works; the log, not the route, is what changes.
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ import urllib.parse
 from django.conf import settings
 
 MASK = "[redacted]"
+# Routes whose next path segment is a credential: a mail's signed link (delivery/channels/email/urls.py).
+CREDENTIAL_ROUTES = ("/chat/email/",)
 
 
 def configured() -> list[str]:
@@ -36,6 +46,17 @@ def configured() -> list[str]:
         found.append(settings.SECRET_KEY)
     forms = {form for secret in found if secret for form in (secret, urllib.parse.quote(secret, safe=""))}
     return sorted(forms, key=len, reverse=True)
+
+
+def access_path(path: str) -> str:
+    """``path`` (and its query) as the access log may write it: no credential, no query value."""
+    path, mark, query = path.partition("?")
+    for route in CREDENTIAL_ROUTES:
+        if path.startswith(route) and len(path) > len(route):
+            _credential, slash, rest = path[len(route) :].partition("/")
+            path = f"{route}{MASK}{slash}{rest}"
+    names = "&".join(f"{pair.partition('=')[0]}={MASK}" for pair in query.split("&") if pair)
+    return redact(path + mark + names, configured())
 
 
 def redact(text: str, secrets: list[str]) -> str:

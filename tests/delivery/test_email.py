@@ -15,6 +15,7 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from asgiref.sync import async_to_sync
 from django.core import signing
@@ -30,7 +31,7 @@ from askuser_app.models import Delivery, Preferences, Prompt, PromptEvent
 from askuser_app.runtime.asyncdb import database_call
 from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
 from tests.mailfake import parts
-from tests.servers import free_port
+from tests.servers import SERVE, DaphneServer, free_port
 from tests.threads import requests_thread_held
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -603,3 +604,27 @@ def test_a_hindi_owners_mail_says_the_time_left_in_hindi(smtp, agent, addressed)
     plain, _html = mail_of(ask(agent))
 
     assert "14 मिनट" in plain and "14 minutes" not in plain
+
+
+# --- the access log --------------------------------------------------------------------------------
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_a_real_servers_access_log_never_holds_a_mails_link(server_env, agent, addressed, tmp_path):
+    prompt = ask(agent)
+    token = email.make_token(prompt.pk, addressed, option=0)
+    access = tmp_path / "access.log"
+    server = DaphneServer(server_env, command=(*SERVE, "--access-log", str(access))).start()
+    try:
+        page = httpx.get(f"{server.url}/chat/email/{token}/")
+        more = httpx.get(f"{server.url}/chat/email/{token}/?from=mail&t={token}")
+    finally:
+        server.stop()
+
+    assert page.status_code == more.status_code == 200
+    assert "Where should this release go first?" in page.text  # the link worked
+    log = access.read_text()
+    assert log.count('"GET /chat/email/[redacted]/') == 2, log  # both requests are logged…
+    for part in token.split(":"):
+        assert part not in log  # …and no piece of the link's token

@@ -18,10 +18,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from askuser_app.runtime import redaction
 
 HOST, PORT = "127.0.0.1", 8000
 
@@ -58,7 +61,7 @@ class Command(BaseCommand):
         server = Server(
             application=application,
             endpoints=endpoints,
-            action_logger=AccessLogGenerator(log) if log else None,
+            action_logger=AccessLog(AccessLogGenerator(log)) if log else None,
             verbosity=options["verbosity"],
             ready_callable=functools.partial(self.ready, endpoints, worker),
         )
@@ -91,3 +94,16 @@ class Command(BaseCommand):
         asyncio.get_event_loop().call_soon(functools.partial(loops.start, worker=worker))
         said = "with the worker's loops" if worker else "without the worker's loops (manage.py worker runs them)"
         self.stdout.write(f"Serving on {', '.join(endpoints)}, {said}; Ctrl-C stops.")
+
+
+class AccessLog:
+    """Daphne's access log, writing each path as ``redaction.access_path`` masks it: a mail's
+    signed link is a credential, and the log is read by more people than the mail."""
+
+    def __init__(self, log: Callable[[str, str, dict[str, Any]], None]) -> None:
+        self.log = log
+
+    def __call__(self, protocol: str, action: str, details: dict[str, Any]) -> None:
+        if "path" in details:
+            details = {**details, "path": redaction.access_path(str(details["path"]))}
+        self.log(protocol, action, details)
