@@ -28,6 +28,7 @@ from asgiref.sync import sync_to_async
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from askuser_app.delivery import egress, engine, names
@@ -43,7 +44,7 @@ from askuser_app.models import (
     WebhookDelivery,
 )
 from askuser_app.runtime.asyncdb import database_call
-from tests.conftest import asgi_request, payload
+from tests.conftest import SCALED, SCALED_REASON, asgi_request, payload
 from tests.dnsfake import FakeDNS
 from tests.servers import DaphneServer, serve_in_thread
 from tests.webhookfake import Receiver
@@ -260,6 +261,33 @@ async def test_30000_due_messages_of_one_owner_slow_neither_another_owners_hooks
 
     baseline, loaded = statistics.median(without), statistics.median(busy)
     assert loaded <= 2 * baseline, f"a hook took {loaded * 1000:.0f} ms, {baseline * 1000:.0f} ms without the backlog"
+
+
+def rows_read(plan: dict[str, Any]) -> int:
+    """The rows every node of a PostgreSQL plan (EXPLAIN ANALYZE, JSON) read: returned or filtered out."""
+    own = (plan.get("Actual Rows", 0) + plan.get("Rows Removed by Filter", 0)) * plan.get("Actual Loops", 1)
+    return own + sum(rows_read(child) for child in plan.get("Plans", []))
+
+
+@pytest.mark.skipif(not SCALED, reason=SCALED_REASON)
+@pytest.mark.django_db
+def test_a_turn_steps_over_a_busy_hosts_30000_due_rows_to_the_owners_other_host_without_reading_them(settings, owner):
+    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_API_URL = BOT, "http://127.0.0.1:9"
+    backlog(owner, core.link_by_hand(owner, "telegram", "888", chat_id="888"))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # the planner knows the backlog is there
+    busy = Busy.of(engine.claim_due())  # two to Telegram: it is at its limit for this owner
+    Delivery.objects.create(owner=owner, channel="email", address="a@example.com", host="email", notice="n")
+
+    with CaptureQueriesContext(connection) as read:
+        [claimed] = engine.claim_due(engine.SLOTS, busy)
+
+    assert claimed.host == "email"  # the owner's other host takes its turn
+    with connection.cursor() as cursor:
+        for query in [query["sql"] for query in read.captured_queries if query["sql"].startswith("SELECT")]:
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {query}")
+            [[plan]] = cursor.fetchone()
+            assert rows_read(plan["Plan"]) <= 500, query  # a few rows, never the backlog
 
 
 # --- the rules, one claim at a time ------------------------------------------------------------
