@@ -276,6 +276,7 @@ async def test_a_deferral_is_retried_until_the_server_takes_the_mail(smtp, addre
     assert all("450" in error for ok, error in attempts[:-1]) and len(attempts) >= 3
 
 
+@pytest.mark.django_db(transaction=True)  # the engine composes on its own connection
 def test_an_unreachable_server_is_retried_later(smtp, settings, agent, addressed):
     settings.EMAIL_PORT = free_port()  # nothing listens there
     ask(agent)
@@ -291,6 +292,7 @@ def test_an_unreachable_server_is_retried_later(smtp, settings, agent, addressed
     assert row.state == "to_send" and row.attempts == 1 and row.next_attempt_at > timezone.now()
 
 
+@pytest.mark.django_db(transaction=True)  # the engine composes on its own connection
 @pytest.mark.parametrize(
     ("refusal", "final"), [("553 5.7.1 Sender not allowed", True), ("451 4.3.0 Try again later", False)]
 )
