@@ -59,6 +59,7 @@ def prepare_to_serve() -> None:
 def load_what_requests_use() -> None:
     import_module(settings.ROOT_URLCONF)
     channels.installed()  # every chat surface and notifier, and their SDKs
+    import_module("sniffio")  # what httpcore imports on an outbound request's first lock
     for alias in connections:
         import_module(connections[alias].ops.compiler_module)  # the ORM's SQL compilers
     for alias in settings.CACHES:
