@@ -175,13 +175,13 @@ DATABASES = {"default": database_config()}
 # Threads that serve agents' creates (askuser_app/agents/create.py), each with its
 # kept connection. SQLite lets one connection write at a time: one thread
 # queues a process's creates for the lock instead of racing for it.
-ASKUSER_CREATE_THREADS = env_int(
-    "ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8
+ASKUSER_CREATE_THREADS = max(
+    1, env_int("ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8)
 )
 # Threads that serve the panel's answers through Django (askuser_app/server/keptthreads.py),
 # each with its kept connection; one on SQLite, for the same reason as creates.
-ASKUSER_ANSWER_THREADS = env_int(
-    "ASKUSER_ANSWER_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4
+ASKUSER_ANSWER_THREADS = max(
+    1, env_int("ASKUSER_ANSWER_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4)
 )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
