@@ -309,6 +309,10 @@ ASKUSER_TRUSTED_PROXIES = env_networks("ASKUSER_TRUSTED_PROXIES")
 # /metrics is served to loopback clients, and to any client that sends this as a
 # Bearer token (askuser_app/server/metrics.py). Empty: loopback only.
 ASKUSER_METRICS_TOKEN = env_str("ASKUSER_METRICS_TOKEN")
+# manage.py worker serves no HTTP; with a port it serves its own counters' /metrics there
+# (askuser_app/server/metrics.py, WorkerMetrics), under the same rule. 0: not served.
+ASKUSER_WORKER_METRICS_PORT = env_int("ASKUSER_WORKER_METRICS_PORT", 0)
+ASKUSER_WORKER_METRICS_HOST = env_str("ASKUSER_WORKER_METRICS_HOST", "127.0.0.1")
 
 # Login throttling (django-axes) on the Control UI's and the admin's login:
 # after ASKUSER_LOGIN_FAILURES wrong passwords for one username from one

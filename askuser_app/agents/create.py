@@ -63,7 +63,7 @@ async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
     try:
-        outcome = await create(headers, body)
+        outcome = await agent_call(create)(headers, body)
     except Exception:
         log.exception("A create failed")
         outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), {}
@@ -71,7 +71,6 @@ async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await http.respond(send, status, payload, extra, scope=scope)
 
 
-@agent_call
 def create(headers: dict[str, str], body: bytes) -> Outcome:
     """The token check and the create, in one call on an agent thread."""
     try:

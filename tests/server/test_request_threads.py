@@ -98,7 +98,7 @@ async def test_on_sqlite_creates_run_on_one_thread_with_one_open_connection(seen
 
 
 async def test_a_create_announces_itself_from_its_thread_without_waiting_for_the_layer(token, owner, monkeypatch):
-    # The create thread hands the announcement to the event loop (realtime.sending_on):
+    # The agent thread hands the announcement to the event loop (realtime.sending_on):
     # a layer that has not taken it yet holds back neither the thread nor the response.
     layer = get_channel_layer()
     listener = await layer.new_channel()
