@@ -13,8 +13,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.templatetags.static import static
+from django.urls import reverse
 from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -247,6 +247,11 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 # The installed app's colours: --accent and --bg of static/askuser/app.css (its light scheme).
 THEME_COLOR = "#4f46e5"
 BACKGROUND_COLOR = "#f5f6f8"
+
+
+def _icon(name: str, size: int, purpose: str) -> dict[str, str]:
+    """One of the PNGs tools/make_icons.py draws (``static/askuser/icons/``)."""
+    return {"src": static(f"askuser/icons/{name}"), "sizes": f"{size}x{size}", "type": "image/png", "purpose": purpose}
 
 
 @require_GET
