@@ -59,9 +59,15 @@ class Browser:
             "keys": {"p256dh": b64url(point), "auth": b64url(self.auth)},
         }
 
+    def plain(self, body: bytes) -> str:
+        """Decrypt an aes128gcm push as the browser does: the text its service worker gets."""
+        text: bytes = http_ece.decrypt(body, private_key=self.key, auth_secret=self.auth, version="aes128gcm")
+        return text.decode()
+
     def read(self, body: bytes) -> dict[str, Any]:
         """Decrypt an aes128gcm push as the browser does, and parse it."""
-        return json.loads(http_ece.decrypt(body, private_key=self.key, auth_secret=self.auth, version="aes128gcm"))
+        parsed: dict[str, Any] = json.loads(self.plain(body))
+        return parsed
 
 
 # --- the push service: https on 127.0.0.1 with a certificate made here ---------------------------
