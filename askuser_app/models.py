@@ -190,6 +190,12 @@ class Prompt(models.Model):
     def is_overdue(self, now: datetime | None = None) -> bool:
         return self.is_pending and self.expires_at <= (now or timezone.now())
 
+    @classmethod
+    def waiting_for(cls, owner_id: Any) -> models.QuerySet[Prompt]:
+        """The prompts waiting for their person: pending and in time. The pages count them (the
+        title, the header), and so does the installed app's badge (each push about a prompt)."""
+        return cls.objects.filter(session__owner_id=owner_id, status=cls.Status.PENDING, expires_at__gt=timezone.now())
+
 
 class Question(models.Model):
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="questions")

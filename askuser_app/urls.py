@@ -20,6 +20,7 @@ urlpatterns = [
     path("settings/chat/", chat_views.chat_settings, name="chat_settings"),
     path("settings/agents/", views.settings_agents, name="settings_agents"),
     path("language/", views.set_language, name="set_language"),
+    path("manifest.webmanifest", views.manifest, name="manifest"),
     # The Control UI's JavaScript strings in the page's language (a script file: no inline script).
     path("jsi18n/", JavaScriptCatalog.as_view(packages=["askuser_app"]), name="javascript_catalog"),
     path("chat/", include("askuser_app.delivery.channels.chats.urls")),

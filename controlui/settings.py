@@ -17,8 +17,6 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.functional import lazy
 
-from askuser_app.runtime.datadir import default_server_url, kept_secret
-
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -60,12 +58,35 @@ def env_networks(name: str) -> list[str]:
 
 
 # 0700, its files 0600: it holds the database, the secret key and tokens. Made, with
-# the keys kept in it, when the app is ready (askuser_app/runtime/datadir.py), not here.
+# the keys kept in it, when the app is ready (askuser_app/runtime/datadir.py), not here:
+# these settings only read it, and import nothing of the app (a contract in pyproject.toml).
 DATA_DIR = Path(env_str("ASKUSER_DATA_DIR") or BASE_DIR / "var")
 
 
-# Read from the data folder when first used (``kept_secret`` makes it once if missing).
-SECRET_KEY = env_str("SECRET_KEY") or lazy(kept_secret, str)(DATA_DIR)
+def kept_secret() -> str:
+    """The secret key the app keeps in the data folder, made once when it is ready (before any
+    request or database connection can need it)."""
+    try:
+        return (DATA_DIR / "secret_key").read_text().strip()
+    except FileNotFoundError:
+        raise ImproperlyConfigured(
+            f"No secret key in {DATA_DIR} yet: askuser makes one when it starts (django.setup()), or set SECRET_KEY."
+        ) from None
+
+
+def remembered_server_url() -> str:
+    """``ASKUSER_URL``, else the address ``make run`` (``setupdemo --url``) remembered in the data
+    folder, else http://127.0.0.1:8000: the commands' own default (askuser_app/runtime/datadir.py)."""
+    if url := env_str("ASKUSER_URL"):
+        return url
+    try:
+        return (DATA_DIR / "server-url").read_text().strip() or "http://127.0.0.1:8000"
+    except FileNotFoundError:
+        return "http://127.0.0.1:8000"
+
+
+# Read from the data folder when first used.
+SECRET_KEY = env_str("SECRET_KEY") or lazy(kept_secret, str)()
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -384,7 +405,7 @@ DISCORD_BOT_TOKEN = env_str("DISCORD_BOT_TOKEN")
 DISCORD_API_URL = env_str("DISCORD_API_URL", "https://discord.com/api/v10").rstrip("/")
 # The absolute address of this server, for the links in chat messages; by default
 # the address `make run` (setupdemo --url) remembered, else http://127.0.0.1:8000.
-ASKUSER_PUBLIC_URL = (env_str("ASKUSER_PUBLIC_URL") or default_server_url(DATA_DIR)).rstrip("/")
+ASKUSER_PUBLIC_URL = (env_str("ASKUSER_PUBLIC_URL") or remembered_server_url()).rstrip("/")
 # Chat sends and edits: tries per step, the first retry's delay in seconds (doubling after).
 # Mail (README "Email"): EMAIL_HOST sends through that SMTP server (and emails unanswered
 # prompts after two minutes by default); without it, each mail is written to a file in the

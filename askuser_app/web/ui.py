@@ -332,7 +332,7 @@ class Waiting:
 def waiting(user: Any, *, arrived: str | None = None) -> Waiting:
     """The person's pending prompts, oldest first (one query), and with ``arrived``
     the prompt just asked, read for its notification (one more)."""
-    pending = Prompt.objects.filter(session__owner=user, status=Prompt.Status.PENDING, expires_at__gt=timezone.now())
+    pending = Prompt.waiting_for(user.pk)
     ids = list(pending.order_by("created_at", "pk").values_list("pk", flat=True))
     return Waiting(len(ids), ids[0] if ids else None, arrival(user, arrived) if arrived else None)
 

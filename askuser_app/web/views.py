@@ -13,10 +13,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.templatetags.static import static
 from django.urls import reverse
+from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from askuser_app.delivery import channels
 from askuser_app.domain import contract, prefs, services
@@ -240,3 +242,57 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
         }  # English: the contract
         return JsonResponse(body, status=404)
     return render(request, "404.html", status=404)
+
+
+# The installed app's colours: --accent and --bg of static/askuser/app.css (its light scheme).
+THEME_COLOR = "#4f46e5"
+BACKGROUND_COLOR = "#f5f6f8"
+
+
+def _icon(name: str, size: int, purpose: str) -> dict[str, str]:
+    """One of the PNGs tools/make_icons.py draws (``static/askuser/icons/``)."""
+    return {"src": static(f"askuser/icons/{name}"), "sizes": f"{size}x{size}", "type": "image/png", "purpose": purpose}
+
+
+@require_GET
+def manifest(request: HttpRequest) -> JsonResponse:
+    """The web app manifest, which makes the Control UI an installable app (a home screen icon, its
+    own window; on iOS, Web Push at all). Public, as browsers fetch it without the login cookie;
+    in the page's language (``?lang=``, as the page links it)."""
+    language = i18n.supported(request.GET.get("lang")) or translation.get_language()
+    with translation.override(language):
+        app = {
+            "id": "/",
+            "name": "askuser",
+            "short_name": "askuser",
+            "description": _("Answer your agents' questions, also from your lock screen."),
+            "lang": language,
+            "dir": "rtl" if translation.get_language_bidi() else "ltr",
+            "start_url": reverse("sessions"),
+            "scope": "/",
+            "display": "standalone",
+            "theme_color": THEME_COLOR,
+            "background_color": BACKGROUND_COLOR,
+            "icons": [
+                {
+                    "src": static("askuser/icons/icon-192.png"),
+                    "sizes": "192x192",
+                    "type": "image/png",
+                    "purpose": "any",
+                },
+                {
+                    "src": static("askuser/icons/icon-512.png"),
+                    "sizes": "512x512",
+                    "type": "image/png",
+                    "purpose": "any",
+                },
+                {
+                    "src": static("askuser/icons/icon-maskable-512.png"),
+                    "sizes": "512x512",
+                    "type": "image/png",
+                    "purpose": "maskable",
+                },
+            ],
+            "shortcuts": [{"name": _("Inbox"), "url": reverse("inbox")}],
+        }
+    return JsonResponse(app, content_type="application/manifest+json", json_dumps_params={"ensure_ascii": False})

@@ -49,6 +49,20 @@ self.addEventListener("push", function (event) {
   );
 });
 
+// The installed app's badge: the person's waiting count, which every push about a prompt carries
+// as "badge" ("prompt" and "closed"; askuser_app/delivery/channels/push/adapter.py), counted as it
+// left the server (a closing push's count no longer holds the prompt that resolved).
+// 0 clears it. Browsers without badges, or with the app not installed, ignore it.
+self.addEventListener("push", function (event) {
+  var message = read(event);
+  if (!message || typeof message.badge !== "number" || !("setAppBadge" in navigator)) return;
+  event.waitUntil(
+    navigator.setAppBadge(message.badge).catch(function () {
+      // Not allowed here (no installed app): the notification says it anyway.
+    })
+  );
+});
+
 self.addEventListener("notificationclick", function (event) {
   event.notification.close();
   var given = new URL((event.notification.data && event.notification.data.url) || "/", self.location.origin);

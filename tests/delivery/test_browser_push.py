@@ -7,7 +7,13 @@ rejects at once, "Registration failed - permission denied" (Chrome has no push i
 profile on disk it never settles, since Chrome cannot reach its push service (FCM) without the
 internet. So the subscribe flow is tested up to that call, and the push itself is delivered by
 DevTools, a real push event in the real service worker. A click on a notification has no
-DevTools command (and a synthetic one cannot waitUntil), so notificationclick is not tested."""
+DevTools command (and a synthetic one cannot waitUntil), so notificationclick is not tested.
+
+The real chain: since headless chromium cannot subscribe to its push service (FCM) offline, the
+test makes the subscription's keys itself (``tests/pushfake.py``'s ``Browser``) and links them to
+the person; the server then sends its real push (aes128gcm, VAPID-signed) to the push service fake
+on 127.0.0.1, which the test decrypts with those keys (``http_ece``) and hands, as the push service
+would, to the real service worker through ``ServiceWorker.deliverPushMessage``."""
 
 from __future__ import annotations
 
@@ -18,10 +24,35 @@ import pytest
 from django.test import Client
 
 from askuser_app.models import PushSubscription
+from tests import pushfake
 from tests.browsers import ARGS, CHROMIUM, MARKS, WAIT_MS
 from tests.conftest import QUESTION
+from tests.servers import DaphneServer
 
 pytestmark = MARKS
+
+
+@pytest.fixture(scope="module")
+def push_service(tmp_path_factory):
+    with pushfake.https(tmp_path_factory.mktemp("push-service")) as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def server(server_env, push_service):
+    """The module's Daphne, sending its pushes to the push service fake (on 127.0.0.1, its
+    certificate trusted as OpenSSL reads SSL_CERT_FILE)."""
+    env = {
+        **server_env,
+        "SSL_CERT_FILE": str(push_service.certificate),
+        "ASKUSER_PUSH_ALLOW_PRIVATE": "1",
+        "ASKUSER_CHAT_RETRY_BASE": "0.05",
+    }
+    daphne = DaphneServer(env)
+    daphne.env["ASKUSER_PUBLIC_URL"] = daphne.url
+    daphne.start()
+    yield daphne
+    daphne.stop()
 
 
 @pytest.fixture(scope="module")
@@ -131,13 +162,14 @@ def test_the_in_page_notifications_switch_subscribes_this_browser_too(page):
 # getNotifications() only most of the time, so the test reads what the worker did.)
 SPY = """() => {
   self.shown = []; self.closed = [];
-  const show = ServiceWorkerRegistration.prototype.showNotification;
+  // The browser's own, once: a worker that lives on from an earlier test is spied on again, not twice.
+  const show = self.realShow = self.realShow || ServiceWorkerRegistration.prototype.showNotification;
   ServiceWorkerRegistration.prototype.showNotification = function (title, options) {
     return show.call(this, title, options).then(() => {
       self.shown.push({title, body: options.body, tag: options.tag, url: options.data.url});
     });
   };
-  const close = Notification.prototype.close;
+  const close = self.realClose = self.realClose || Notification.prototype.close;
   Notification.prototype.close = function () { self.closed.push(this.tag); return close.call(this); };
   return self.registration.active.state;
 }"""
@@ -217,3 +249,103 @@ def test_with_the_service_worker_running_the_page_hands_its_notification_to_it(p
     page.wait_for_function("() => window.fromTheWorker.length === 1", timeout=WAIT_MS)
     assert page.evaluate("() => window.fromTheWorker") == [f"askuser-{prompt_id}"]
     assert page.evaluate("() => window.fromThePage") == 0
+
+
+# Inside the service worker, before any push: each count it gives the app's badge, read by replacing
+# navigator.setAppBadge in the worker's own scope (Playwright's evaluate: CDP Runtime.evaluate there).
+BADGE_SPY = """() => {
+  self.badges = [];
+  navigator.setAppBadge = function (count) { self.badges.push(count); return Promise.resolve(); };
+  return typeof navigator.setAppBadge;
+}"""
+
+
+class Relay:
+    """The push service's last step: what the server pushed to this browser's subscription, decrypted
+    with its keys, delivered to the service worker as chromium's push service would."""
+
+    def __init__(self, page, server, push_service, owner) -> None:
+        self.service = push_service
+        self.name = f"chromium-{owner.pk}"
+        self.browser = pushfake.Browser(push_service.endpoint(self.name))
+        keys = self.browser.to_json()["keys"]
+        PushSubscription.objects.create(
+            user=owner, endpoint=self.browser.endpoint, p256dh=keys["p256dh"], auth=keys["auth"], device="Chrome"
+        )
+        self.server, self.delivered, self.token = server, 0, ""
+        self.registration, self.cdp = registration_id(page)
+
+    def next(self) -> dict:
+        """Wait for the server's next push, deliver it; what it said."""
+        self.delivered += 1
+        received = self.service.wait_for(self.name, self.delivered)[self.delivered - 1]
+        plain = self.browser.plain(received.body)
+        self.cdp.send(
+            "ServiceWorker.deliverPushMessage",
+            {"origin": self.server.url, "registrationId": self.registration, "data": plain},
+        )
+        return json.loads(plain)
+
+
+def answer_elsewhere(page, token: str, key: str, prompt_id: str, option: int) -> None:
+    """The person answers from another device of theirs (the panel's form, as it posts)."""
+    answered = page.request.post(
+        f"/s/{key}/prompts/{prompt_id}/answer", form={"q-deploy_target": str(option)}, headers={"X-CSRFToken": token}
+    )
+    assert answered.ok, answered.status
+
+
+@pytest.fixture
+def relay(page, server, push_service, owner):
+    page.evaluate("() => navigator.serviceWorker.register('/sw.js', {scope: '/'})")
+    relay = Relay(page, server, push_service, owner)
+    worker = service_worker(page)
+    assert worker.evaluate(SPY) == "activated"
+    assert worker.evaluate(BADGE_SPY) == "function"
+    relay.token = page.evaluate("() => JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRFToken']")
+    # No askuser page stays open: only the pushes show notifications, as on a locked phone.
+    page.goto("about:blank")
+    return relay, worker
+
+
+def test_the_servers_real_push_shows_the_new_prompt_and_its_closing_push_closes_it(relay, agent_api, page):
+    relay, worker = relay
+    prompt_id = agent_api.ask(QUESTION, session="support-1")
+
+    pushed = relay.next()
+
+    assert pushed["type"] == "prompt"
+    [shown] = worker.evaluate(WAIT_FOR, {"list": "shown", "count": 1})
+    assert shown == {
+        "title": "helper asks: Deploy",
+        "body": "Where should this release go first?",
+        "tag": f"askuser-{prompt_id}",
+        "url": f"{relay.server.url}/p/{prompt_id}/",
+    }
+
+    answer_elsewhere(page, relay.token, "support-1", prompt_id, 1)
+    closing = relay.next()
+
+    assert (closing["type"], closing["tag"]) == ("closed", f"askuser-{prompt_id}")
+    # The worker closed the notification of that tag (what it did: see SPY on headless listings).
+    assert worker.evaluate(WAIT_FOR, {"list": "closed", "count": 1}) == [f"askuser-{prompt_id}"]
+
+
+def test_two_prompts_two_notifications_and_the_badge_counts_what_waits(relay, agent_api, page):
+    relay, worker = relay
+    first = agent_api.ask(QUESTION, session="support-1")
+    relay.next()
+    assert worker.evaluate(WAIT_FOR, {"list": "badges", "count": 1}) == [1]
+    second = agent_api.ask(QUESTION, session="support-2")
+    relay.next()
+
+    assert worker.evaluate(WAIT_FOR, {"list": "badges", "count": 2}) == [1, 2]
+    shown = worker.evaluate(WAIT_FOR, {"list": "shown", "count": 2})
+    assert [n["tag"] for n in shown] == [f"askuser-{first}", f"askuser-{second}"]
+
+    answer_elsewhere(page, relay.token, "support-1", first, 0)
+    relay.next()
+
+    assert worker.evaluate(WAIT_FOR, {"list": "badges", "count": 3}) == [1, 2, 1]
+    if worker.evaluate(WAIT_FOR, {"list": "closed", "count": 1}):
+        assert worker.evaluate("() => self.closed") == [f"askuser-{first}"]

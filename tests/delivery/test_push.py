@@ -1,35 +1,24 @@
-"""Web Push end to end: real pushes to a local push service (https on 127.0.0.1, trusted through
-SSL_CERT_FILE), decrypted here with the browser's own keys, the VAPID signature checked against the
+"""Web Push end to end: real pushes to a local push service (tests/pushfake.py: https on 127.0.0.1,
+trusted through SSL_CERT_FILE), decrypted here with the browser's own keys, the VAPID signature checked against the
 server's public key; where pushes may not go; the settings routes; the service worker route."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import dataclasses
 import datetime
-import ipaddress
 import json
 import os
-import secrets
-import ssl
 import stat
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-import http_ece
 import jwt
 import pytest
 from asgiref.sync import async_to_sync
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
@@ -40,172 +29,23 @@ from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
 from askuser_app.runtime import datadir
 from askuser_app.runtime.asyncdb import database_call
+from tests import pushfake
 from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
 from tests.dnsfake import FakeDNS
-from tests.servers import serve_in_thread
+from tests.pushfake import REBINDING, Browser, PushService, Received, b64url, serving
 from tests.threads import requests_thread_held
 
-DEADLINE = 10
-LOOPBACK = ipaddress.ip_address("127.0.0.1")
-REBINDING = "push.rebinding.test"  # a name that answers a public address, then loopback
 CHROME_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
-
-
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-# --- the browser's side: its key pair and auth secret -------------------------------------------
-
-
-@dataclass
-class Browser:
-    """What a browser keeps for one subscription: an ECDH P-256 key pair and a 16-byte secret."""
-
-    endpoint: str
-    key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
-    auth: bytes = field(default_factory=lambda: secrets.token_bytes(16))
-
-    def to_json(self) -> dict[str, Any]:
-        """As ``PushSubscription.toJSON()`` gives it."""
-        point = self.key.public_key().public_bytes(
-            serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
-        )
-        return {
-            "endpoint": self.endpoint,
-            "expirationTime": None,
-            "keys": {"p256dh": b64url(point), "auth": b64url(self.auth)},
-        }
-
-    def read(self, body: bytes) -> dict[str, Any]:
-        """Decrypt an aes128gcm push as the browser does, and parse it."""
-        return json.loads(http_ece.decrypt(body, private_key=self.key, auth_secret=self.auth, version="aes128gcm"))
-
-
-# --- the push service: https on 127.0.0.1 with a certificate made here ---------------------------
-
-
-@dataclass
-class Received:
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class PushService:
-    url: str = ""
-    received: list[Received] = field(default_factory=list)
-    # Each answer is popped in turn; when none is left, 201 Created.
-    answers: list[tuple[int, dict[str, str]]] = field(default_factory=list)
-    hold: threading.Event = field(default_factory=threading.Event)  # cleared: answers wait until set
-    _changed: threading.Condition = field(default_factory=threading.Condition)
-
-    # …or, for one endpoint only, these first.
-    answers_at: dict[str, list[tuple[int, dict[str, str]]]] = field(default_factory=dict)
-
-    def answer(self, status: int, headers: dict[str, str] | None = None, *, at: str = "") -> None:
-        queue = self.answers_at.setdefault(f"/push/{at}", []) if at else self.answers
-        queue.append((status, headers or {}))
-
-    def endpoint(self, name: str) -> str:
-        return f"{self.url}/push/{name}"
-
-    def at(self, name: str) -> list[Received]:
-        with self._changed:
-            return [r for r in self.received if r.path == f"/push/{name}"]
-
-    def wait_for(self, name: str, count: int = 1) -> list[Received]:
-        with self._changed:
-            done = self._changed.wait_for(lambda: len(self.at(name)) >= count, timeout=DEADLINE)
-        assert done, f"expected {count} push(es) to {name}, got {len(self.at(name))}"
-        return self.at(name)
-
-    def _record(self, received: Received) -> tuple[int, dict[str, str]]:
-        with self._changed:
-            self.received.append(received)
-            self._changed.notify_all()
-            mine = self.answers_at.get(received.path)
-            if mine:
-                return mine.pop(0)
-            return self.answers.pop(0) if self.answers else (201, {})
-
-
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "push.test")])
-    now = datetime.datetime.now(datetime.UTC)
-    public = key.public_key()
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(public)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(LOOPBACK), x509.DNSName(REBINDING)]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(public), False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "push.pem", folder / "push-key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_file, key_file
-
-
-def _handler(service: PushService) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            received = Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-            status, headers = service._record(received)
-            service.hold.wait(DEADLINE)
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-    return Handler
-
-
-@contextlib.contextmanager
-def serving(context: ssl.SSLContext | None = None) -> Iterator[PushService]:
-    """A push service on 127.0.0.1: https with ``context``, plain http without."""
-    service = PushService()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(service))
-    server.daemon_threads = True
-    if context is not None:
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    service.url = f"{'https' if context else 'http'}://127.0.0.1:{server.server_address[1]}"
-    service.hold.set()
-    stop = serve_in_thread(server)
-    try:
-        yield service
-    finally:
-        service.hold.set()
-        stop()
 
 
 @pytest.fixture
 def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
-    cert_file, key_file = _certificate(tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
-    # OpenSSL's (and httpx's) way to trust another certificate authority, which pushes honour.
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
-    settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the push service is on 127.0.0.1 here
-    settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
-    settings.ASKUSER_CHAT_RETRY_BASE = 0.05
-    with serving(context) as service:
+    with pushfake.https(tmp_path) as service:
+        # OpenSSL's (and httpx's) way to trust another certificate authority, which pushes honour.
+        monkeypatch.setenv("SSL_CERT_FILE", str(service.certificate))
+        settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the push service is on 127.0.0.1 here
+        settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
+        settings.ASKUSER_CHAT_RETRY_BASE = 0.05
         yield service
 
 
@@ -236,6 +76,11 @@ def vapid_claims(received: Received, audience: str) -> dict[str, Any]:
 
 async def ask(agent: Any, *questions: dict[str, Any]) -> Prompt:
     created = await database_call(services.ask)(agent, contract.parse_create(payload(*questions)))
+    return created.prompt
+
+
+async def ask_in(agent: Any, session: str) -> Prompt:
+    created = await database_call(services.ask)(agent, contract.parse_create(payload(session=session)))
     return created.prompt
 
 
@@ -272,6 +117,7 @@ async def test_a_new_prompt_reaches_each_device_encrypted_for_it_and_signed_by_t
         "url": f"https://askuser.example.com/p/{prompt.pk}/",
         "prompt_id": str(prompt.pk),
         "expires_at": prompt.expires_at.isoformat(),
+        "badge": 1,  # the owner's waiting count, for the installed app's badge
     }
     assert phone.read(to_phone.body) == message  # each encrypted for its own browser's keys
     assert to_laptop.body != to_phone.body
@@ -326,6 +172,44 @@ async def test_the_resolved_prompt_closes_its_notification_on_every_device(push_
     assert message["type"] == "closed" and message["tag"] == f"askuser-{prompt.pk}"
     assert message["outcome"].startswith("Answered: Production")
     await row_of(prompt, "closed")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_each_push_about_a_prompt_carries_the_owners_waiting_count_as_it_is_then(
+    push_service, agent, owner, other_user
+):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    theirs = await database_call(services.create_agent)("theirs", other_user)
+    await ask_in(theirs[0], "elsewhere")  # another person's prompt counts for them, not here
+    engine.ensure_running()
+
+    first = await ask_in(agent, "support-1")
+    [shown] = await asyncio.to_thread(push_service.wait_for, "laptop", 1)
+    second = await ask_in(agent, "support-2")
+    received = await asyncio.to_thread(push_service.wait_for, "laptop", 2)
+    await row_of(second, "sent")
+    await database_call(services.answer)(first, {"deploy_target": "Production"}, by=owner, surface="web")
+    received = await asyncio.to_thread(push_service.wait_for, "laptop", 3)
+
+    told = [laptop.read(r.body) for r in received]
+    assert [(m["type"], m["tag"], m["badge"]) for m in told] == [
+        ("prompt", f"askuser-{first.pk}", 1),
+        ("prompt", f"askuser-{second.pk}", 2),
+        ("closed", f"askuser-{first.pk}", 1),  # counted after the answer: the badge goes down
+    ]
+    assert laptop.read(shown.body)["badge"] == 1
+
+
+@pytest.mark.django_db
+def test_the_test_notification_carries_no_count(push_service, owner):
+    laptop = Browser(push_service.endpoint("laptop"))
+    subscribed(owner, laptop)
+
+    push.send_test(owner)
+
+    [received] = push_service.wait_for("laptop")
+    assert "badge" not in laptop.read(received.body)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -90,3 +90,60 @@ def test_reading_the_settings_writes_nothing_and_start_up_makes_the_folder(tmp_p
     after_import, after_setup = done.stdout.strip().splitlines()[-2:]
     assert after_import == "False"
     assert after_setup == str(["secret_key", "static", "vapid_private_key.pem"])
+
+
+SETTINGS_READ = """
+import json, sys
+from django.conf import settings
+before = settings.ASKUSER_PUBLIC_URL
+import django
+django.setup()
+from askuser_app.runtime import datadir
+folder = settings.DATA_DIR
+print(json.dumps({
+    "folder": str(folder),
+    "public_url": before,
+    "commands_url": datadir.default_server_url(folder),
+    "secret_is_the_kept_one": str(settings.SECRET_KEY) == datadir.kept_secret(folder) != "",
+    "secret_kept_again": str(settings.SECRET_KEY) == (folder / "secret_key").read_text().strip(),
+}))
+"""
+
+
+def settings_read(folder: Path, **env: str) -> dict[str, object]:
+    given = {key: value for key, value in os.environ.items() if key not in ("SECRET_KEY", "ASKUSER_URL")}
+    given.update(ASKUSER_DATA_DIR=str(folder), DJANGO_SETTINGS_MODULE="controlui.settings", **env)
+    given.pop("ASKUSER_PUBLIC_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", SETTINGS_READ], cwd=ROOT, env=given, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_settings_read_the_secret_key_and_the_address_the_data_folder_keeps(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "server-url").write_text("http://127.0.0.1:8765\n")
+
+    read = settings_read(folder)
+
+    assert read["folder"] == str(folder)
+    assert read["public_url"] == read["commands_url"] == "http://127.0.0.1:8765"
+    assert read["secret_is_the_kept_one"] and read["secret_kept_again"]
+
+
+def test_the_settings_take_askuser_url_over_the_remembered_address_as_the_commands_do(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "server-url").write_text("http://127.0.0.1:8765\n")
+
+    read = settings_read(folder, ASKUSER_URL="http://askuser.internal:9000")
+
+    assert read["public_url"] == read["commands_url"] == "http://askuser.internal:9000"
+
+
+def test_without_a_data_folder_the_public_url_is_the_default_one(tmp_path):
+    read = settings_read(tmp_path / "new")
+
+    assert read["public_url"] == read["commands_url"] == "http://127.0.0.1:8000"

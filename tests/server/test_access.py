@@ -170,6 +170,8 @@ HTTP_RULES = [
     ("language/", "POST", "/language/", {"form": {"language": "hi", "next": "/"}}, expect(302)),
     ("language/", "GET", "/language/", {}, expect(405)),
     ("jsi18n/", "GET", "/jsi18n/", {}, expect(200)),  # the JavaScript's words: public, like the login page
+    # The web app manifest (tests/web/test_manifest.py): public, browsers fetch it without the login cookie.
+    ("manifest.webmanifest", "GET", "/manifest.webmanifest", {}, expect(200)),
     # Web Push (tests/delivery/test_push.py): each person's own devices; a request names no one else's.
     ("settings/push/key", "GET", "/settings/push/key", {}, for_people(200, b=200, staff=200)),
     ("settings/push/subscribe", "POST", "/settings/push/subscribe", {}, for_people(400, b=400, staff=400)),

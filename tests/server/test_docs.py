@@ -20,9 +20,20 @@ pytestmark = pytest.mark.backend_neutral
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = [README, ROOT / "askuser_app" / "server" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-SOURCES = ("askuser_app", "controlui", "bench", "tests", "client")
+SOURCES = ("askuser_app", "controlui", "bench", "tests", "client", "tools")
 # A name starting so is a path from the checkout's root.
-ROOTED = ("askuser_app/", "controlui/", "bench/", "tests/", "docs/", "static/", "templates/", "client/", "deploy/")
+ROOTED = (
+    "askuser_app/",
+    "controlui/",
+    "bench/",
+    "tests/",
+    "docs/",
+    "static/",
+    "templates/",
+    "client/",
+    "deploy/",
+    "tools/",
+)
 # A name starting so is a path inside askuser_app (``server/edge.py``, ``channels/email/``).
 PACKAGES = ("agents", "delivery", "domain", "runtime", "server", "staff", "web", "chats", "channels")
 # Files of other projects that a page quotes: the path a hook shows, a frame of Daphne's in a profile.

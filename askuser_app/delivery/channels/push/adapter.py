@@ -55,13 +55,11 @@ from askuser_app.delivery import egress, engine
 from askuser_app.delivery.channels.base import Card, Closed, News, Permanent, Recipient, Ref, Temporary
 from askuser_app.domain import addresses
 from askuser_app.domain.chars import ascii_int
-from askuser_app.models import PushSubscription
+from askuser_app.models import Prompt, PushSubscription
 from askuser_app.runtime import datadir
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-    from askuser_app.models import Prompt
 
 log = logging.getLogger("askuser")
 
@@ -73,6 +71,7 @@ VAPID_LIFETIME = 12 * 60 * 60  # how long a push service takes our signature (RF
 TEST_TAG = "askuser-test"
 GONE = (404, 410)
 LAST_ERROR = 500  # characters of a failure kept on the device's row
+COUNTED = frozenset({"prompt", "closed"})  # the pushes that carry the waiting count ("badge")
 
 
 def tag(prompt_id: Any) -> str:
@@ -375,10 +374,20 @@ def _time_for_one_push() -> float:
     return max(1.0, seconds - 1.0)
 
 
+def _device(subscription_id: int, message: dict[str, Any]) -> tuple[PushSubscription | None, dict[str, Any]]:
+    """The subscription's row, and the message as it goes to it: a push about a prompt carries its
+    owner's waiting count as it is now, as the push leaves (a closing push, the count without the
+    prompt that resolved), which the service worker shows as the app's badge."""
+    row = PushSubscription.objects.filter(pk=subscription_id).first()
+    if row is None or message.get("type") not in COUNTED:
+        return row, message
+    return row, {**message, "badge": Prompt.waiting_for(row.user_id).count()}
+
+
 async def _push_to(subscription_id: int, message: dict[str, Any]) -> PushSubscription | None:
     """Push ``message`` to one subscription; None when the subscription is gone already."""
     # On the engine's own thread: a push never waits for the thread that the requests share.
-    row = await engine.database.run(PushSubscription.objects.filter(pk=subscription_id).first)()
+    row, message = await engine.database.run(_device)(subscription_id, message)
     if row is None:
         return None
     pushed = await push(row, message, timeout=_time_for_one_push())
