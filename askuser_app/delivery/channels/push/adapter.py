@@ -380,10 +380,10 @@ def _time_for_one_push() -> float:
 async def _push_to(subscription_id: int, message: dict[str, Any] | Card) -> PushSubscription | None:
     """Push ``message`` (a prompt's card: with this device's buttons) to one subscription; None
     when the subscription is gone already."""
-    row, ready = await database_call(_ready)(subscription_id, message)
+    row, prepared = await database_call(ready)(subscription_id, message)
     if row is None:
         return None
-    pushed = await push(row, ready, timeout=_time_for_one_push())
+    pushed = await push(row, prepared, timeout=_time_for_one_push())
     await database_call(_noted)(row, pushed)
     _pushed_or_raise(pushed)
     return row
@@ -507,7 +507,7 @@ def _fitted(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _ready(subscription_id: int, message: dict[str, Any] | Card) -> tuple[PushSubscription | None, dict[str, Any]]:
+def ready(subscription_id: int, message: dict[str, Any] | Card) -> tuple[PushSubscription | None, dict[str, Any]]:
     """The device, and what to push to it: a prompt's card with the buttons made for this device."""
     row = PushSubscription.objects.select_related("user").filter(pk=subscription_id).first()
     if row is None or not isinstance(message, Card):
