@@ -42,27 +42,30 @@ self.addEventListener("push", function (event) {
     event.waitUntil(close(message.tag));
     return;
   }
-  event.waitUntil(self.registration.showNotification(message.title || "askuser", shown(message)));
+  event.waitUntil(self.registration.showNotification(message.title || "askuser", notificationOf(message)));
 });
 
 // What a notification shows of a push: its body, and the buttons the platform has room for (each
 // button's token kept in its data, by the button's id). When options are left out, the body says
 // where the rest are. A hook's prompt stays until acted on (requireInteraction); only the
 // settings page's test rings again when it replaces one (renotify).
-function shown(message) {
+function notificationOf(message) {
   var most = Math.max(0, Notification.maxActions || 0);
   var offered = Array.isArray(message.actions) ? message.actions : [];
-  var options = offered.filter(function (action) { return action.action !== "mute"; });
-  var kept = options.slice(0, most);
-  kept = kept.concat(offered.filter(function (action) { return action.action === "mute"; }).slice(0, most - kept.length));
+  var options = offered.filter(function (action) {
+    return action.action !== "mute";
+  });
+  var mute = offered.filter(function (action) {
+    return action.action === "mute";
+  });
+  var chosen = options.slice(0, most);
+  var kept = chosen.concat(mute.slice(0, most - chosen.length));
   var taps = {};
   kept.forEach(function (action) {
     taps[action.action] = { url: action.url, token: action.token };
   });
   var body = message.body || "";
-  if (kept.filter(function (action) { return action.action !== "mute"; }).length < options.length && message.more) {
-    body += "\n" + message.more;
-  }
+  if (chosen.length < options.length && message.more) body += "\n" + message.more;
   return {
     body: body,
     tag: message.tag,
@@ -71,7 +74,12 @@ function shown(message) {
     actions: kept.map(function (action) {
       return { action: action.action, title: action.title };
     }),
-    data: { url: message.url || "/", prompt_id: message.prompt_id || "", taps: taps, unreachable: message.unreachable || "" },
+    data: {
+      url: message.url || "/",
+      prompt_id: message.prompt_id || "",
+      taps: taps,
+      unreachable: message.unreachable || "",
+    },
   };
 }
 
