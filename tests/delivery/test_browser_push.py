@@ -251,6 +251,9 @@ def test_a_notifications_button_answers_without_opening_the_page_once(page, serv
     page.evaluate("() => navigator.serviceWorker.register('/sw.js', {scope: '/'})")
     registration, cdp = registration_id(page)
     worker = service_worker(page)
+    # This tab's own notification (turned on by the test above, in this profile) would take the
+    # same tag, buttonless, whenever it came after the push: only the push's is wanted here.
+    page.evaluate("() => localStorage.setItem('askuser-notifications', 'off')")
     prompt_id = agent_api.ask(QUESTION)
     waiting = agent_api.wait(prompt_id)  # the agent, waiting through the API it uses
     # This browser's device, as its subscription would be stored (headless chromium cannot reach a
