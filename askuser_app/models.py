@@ -64,6 +64,9 @@ class Session(models.Model):
         Agent, on_delete=models.CASCADE, related_name="sessions", help_text="The agent that last used the session."
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Muted by its owner: no notification reaches their devices for it (the page and the other
+    # channels are unchanged). Set and cleared by ``services.mute_session``.
+    muted_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["owner", "key"], name="session_key_unique_per_owner")]

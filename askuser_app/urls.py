@@ -12,6 +12,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("s/<str:key>/", views.session_page, name="session"),
     path("s/<str:key>/messages", views.post_message, name="post_message"),
+    path("s/<str:key>/mute", views.mute_session, name="session_mute"),
     path("s/<str:key>/prompts/<uuid:prompt_id>/answer", views.answer_prompt, name="answer_prompt"),
     path("s/<str:key>/prompts/<uuid:prompt_id>/extend", views.extend_prompt, name="extend_prompt"),
     path("p/<uuid:prompt_id>/", views.prompt_page, name="prompt"),

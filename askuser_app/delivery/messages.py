@@ -69,7 +69,7 @@ from askuser_app.delivery.channels.base import (
 )
 from askuser_app.delivery.channels.chats.core import card, closed, prune_seen, session_url
 from askuser_app.delivery.engine import Outcome, Tried
-from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, Message, Preferences, Prompt
+from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, Message, Preferences, Prompt, Session
 from askuser_app.runtime import caching
 from askuser_app.runtime.i18n import of_owner
 
@@ -124,7 +124,11 @@ def prompt_created(prompt: Prompt) -> None:
         )
         for link in links
     ]
-    reaching = {name: cast(Notifier, adapter) for name, adapter in configured.items() if name in channels.notifiers()}
+    reaching = {
+        name: cast(Notifier, adapter)
+        for name, adapter in configured.items()
+        if name in channels.notifiers() and not muted(prompt.session, name)
+    }
     rows += [
         Delivery(
             prompt=prompt,
@@ -179,13 +183,18 @@ def agent_news(message: Message, *, finished: bool) -> None:
             next_attempt_at=now,
         )
         for name, adapter in configured.items()
-        if name in channels.notifiers()
+        if name in channels.notifiers() and not muted(session, name)
         for to in cast(Notifier, adapter).reaches(owner)
     ]
     if rows:
         replace_waiting_news(session, rows)
         Delivery.objects.bulk_create(rows)
         transaction.on_commit(engine.wake, robust=True)
+
+
+def muted(session: Session, channel: str) -> bool:
+    """The person muted the session, and the channel heeds it (``Folder.heeds_mute``: Web Push)."""
+    return session.muted_at is not None and channel in channels.heeding_mute()
 
 
 def replace_waiting_news(session: Any, rows: list[Delivery]) -> None:
@@ -316,11 +325,20 @@ class Claimed:
     language: str = settings.LANGUAGE_CODE  # the owner's: the card's words, and the adapter's
 
 
+def _muted_since(row: Delivery) -> bool:
+    """A row waiting to be sent (a prompt's message, or news) whose session was muted meanwhile,
+    through a channel that heeds it: a mute during a delay is kept too."""
+    if row.channel not in channels.heeding_mute():
+        return False
+    session = row.prompt.session if row.prompt is not None else row.session
+    return session is not None and session.muted_at is not None
+
+
 class Messages:
     """``Delivery`` rows, as the engine sends them."""
 
     name = "messages"
-    related: tuple[str, ...] = ("prompt__agent", "prompt__session")
+    related: tuple[str, ...] = ("prompt__agent", "prompt__session", "session")
 
     def rows(self) -> QuerySet[Delivery]:
         return Delivery.objects.filter(state__in=LIVE)
@@ -346,6 +364,8 @@ class Messages:
         elif sending and row.prompt is not None and not row.prompt.is_pending:
             # Resolved where no chat app was set up, so its rows were not marked: never send it as pending.
             mine.update(state=Delivery.State.DROPPED, last_error="resolved before it was sent")
+        elif row.state == Delivery.State.TO_SEND and _muted_since(row):
+            mine.update(state=Delivery.State.DROPPED, last_error="its session was muted before it was sent")
         elif mine.update(attempts=row.attempts + 1, next_attempt_at=lease):
             return self._claimed(row, of_owner(row.owner_id))
         return None

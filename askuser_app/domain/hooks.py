@@ -542,6 +542,9 @@ class Kind:
     # ``{}`` when nobody gave one, and ask only when no event asked it first (their hook alone is
     # installed). Such a question is named by its tool input, the name both events give.
     follows: frozenset[str] = frozenset()
+    # The option that gives the agent nothing it asked for (Deny): the one answer a tap outside
+    # the Control UI may give, where nobody may have read what is asked (``channels.links``).
+    refuses: str = ""
 
 
 # --- a plan to approve (ExitPlanMode) ----------------------------------------------------------
@@ -615,6 +618,7 @@ PLAN = Kind(
     output=plan_output,
     alerted_by=frozenset({"permission_prompt"}),
     follows=frozenset({PERMISSION_REQUEST}),  # Claude Code's own permission for the same plan
+    refuses=KEEP_PLANNING,
 )
 
 PERMISSION = Kind(
@@ -624,6 +628,7 @@ PERMISSION = Kind(
     asks=permission_request,
     output=permission_output,
     alerted_by=frozenset({"permission_prompt"}),
+    refuses=DENY,
 )
 ELICITATION_KIND = Kind(
     name="elicitation",
@@ -723,6 +728,11 @@ KINDS = (PERMISSION, ELICITATION_KIND, PLAN, STRUCTURED_QUESTION)
 ASKING = frozenset(name for kind in KINDS for name in kind.events)
 # Every event that may show the agent decided its session's question at the terminal (``shows_decided``).
 DECIDING = AFTER_TOOL_USE | AFTER_ANY | ASKING
+
+
+def refusal(kind: str) -> str:
+    """The option of a kind's question (``Prompt.hook_kind``) that refuses; "" when none does."""
+    return next((known.refuses for known in KINDS if known.name == kind), "")
 
 
 def kind_of(event: Event) -> Kind | None:

@@ -1028,6 +1028,22 @@ def session_for_owner(owner_id: int, key: str) -> Session:
     return session
 
 
+def mute_session(session: Session, *, by: User, muted: bool = True) -> bool:
+    """Mute the session's notifications for its owner ``by`` (or, ``muted=False``, unmute them);
+    False when it already was so. A compare-and-set: a tap on a notification and the page's
+    switch at once change it once. What a mute holds back is the channels' to say
+    (``delivery.channels.Folder.heeds_mute``): the session's page shows every prompt as before."""
+    if session.owner_id != by.pk:
+        raise NotFound("No such session.")
+    now = timezone.now() if muted else None
+    changed = Session.objects.filter(pk=session.pk, muted_at__isnull=muted).update(muted_at=now)
+    if changed:
+        session.muted_at = now
+    else:
+        session.refresh_from_db(fields=["muted_at"])
+    return bool(changed)
+
+
 # --- reading -------------------------------------------------------------------
 
 

@@ -60,7 +60,20 @@ def session_page(request: LoggedInRequest, key: str, *, error: str = "", status:
     cursor = ui.timeline_cursor()  # before reading: the socket catches up on anything after
     context = {**ui.panel_context(session, request.COOKIES, error=error), "items": ui.timeline(session)}
     context["cursor"] = cursor
+    context["mutable"] = channels.mutable()
     return render(request, "askuser/session.html", context, status=status)
+
+
+@login_required
+@require_POST
+def mute_session(request: LoggedInRequest, key: str) -> HttpResponse:
+    """The session page's switch: ``muted=1`` mutes its notifications on the person's devices,
+    ``muted=0`` unmutes them; the page shows every question either way."""
+    session = own_session(request, key)
+    services.mute_session(session, by=request.user, muted=request.POST.get("muted") != "0")
+    if not request.htmx:
+        return redirect("session", key=key)
+    return render(request, "askuser/partials/mute.html", {"session": session})
 
 
 @login_required

@@ -7,7 +7,8 @@ rejects at once, "Registration failed - permission denied" (Chrome has no push i
 profile on disk it never settles, since Chrome cannot reach its push service (FCM) without the
 internet. So the subscribe flow is tested up to that call, and the push itself is delivered by
 DevTools, a real push event in the real service worker. A click on a notification has no
-DevTools command (and a synthetic one cannot waitUntil), so notificationclick is not tested.
+DevTools command (and a synthetic one cannot waitUntil), so the tap is what notificationclick
+waits on, ``answerFromNotification``, called in the worker with the notification it showed.
 
 The real chain: since headless chromium cannot subscribe to its push service (FCM) offline, the
 test makes the subscription's keys itself (``tests/pushfake.py``'s ``Browser``) and links them to
@@ -23,7 +24,9 @@ import tempfile
 import pytest
 from django.test import Client
 
-from askuser_app.models import PushSubscription
+from askuser_app.delivery.channels.chats.core import card
+from askuser_app.delivery.channels.push import adapter as push
+from askuser_app.models import Prompt, PushSubscription
 from tests import pushfake
 from tests.browsers import ARGS, CHROMIUM, MARKS, WAIT_MS
 from tests.conftest import QUESTION
@@ -349,3 +352,70 @@ def test_two_prompts_two_notifications_and_the_badge_counts_what_waits(relay, ag
     assert worker.evaluate(WAIT_FOR, {"list": "badges", "count": 3}) == [1, 2, 1]
     if worker.evaluate(WAIT_FOR, {"list": "closed", "count": 1}):
         assert worker.evaluate("() => self.closed") == [f"askuser-{first}"]
+
+
+# The notification the push showed, as the worker hands it to notificationclick, tapped: its
+# button's id, as ``event.action`` names it (``answerFromNotification`` is what the listener waits on).
+TAP = """async ({tag, action}) => {
+  const until = Date.now() + 10000;
+  let shown = [];
+  while (!shown.length && Date.now() < until) {
+    shown = await self.registration.getNotifications({tag});
+    if (!shown.length) await new Promise(resolve => setTimeout(resolve, 50));
+  }
+  if (!shown.length) return null;
+  const notification = shown[0];
+  self.tapped = notification;
+  const buttons = notification.actions.map(a => a.action);
+  const said = await answerFromNotification(notification, action);
+  const left = await self.registration.getNotifications({tag});
+  return {buttons, most: Notification.maxActions, requireInteraction: notification.requireInteraction,
+          said, left: left.map(n => ({body: n.body, actions: n.actions.length}))};
+}"""
+TAP_AGAIN = """async (action) => {
+  const said = await answerFromNotification(self.tapped, action);
+  const left = await self.registration.getNotifications({tag: self.tapped.tag});
+  return {said, left: left.map(n => n.body)};
+}"""
+
+
+def test_a_notifications_button_answers_without_opening_the_page_once(page, server, owner, agent_api):
+    page.evaluate("() => navigator.serviceWorker.register('/sw.js', {scope: '/'})")
+    registration, cdp = registration_id(page)
+    worker = service_worker(page)
+    # This tab's own notification (turned on by the test above, in this profile) would take the
+    # same tag, buttonless, whenever it came after the push: only the push's is wanted here.
+    page.evaluate("() => localStorage.setItem('askuser-notifications', 'off')")
+    prompt_id = agent_api.ask(QUESTION)
+    waiting = agent_api.wait(prompt_id)  # the agent, waiting through the API it uses
+    # This browser's device, as its subscription would be stored (headless chromium cannot reach a
+    # push service to subscribe); the push the server makes for it, delivered as the browser would.
+    device = PushSubscription.objects.create(
+        user=owner, endpoint="https://push.invalid/device", p256dh="k", auth="a", device="Chrome on Linux"
+    )
+    _row, message = push.ready(device.pk, card(Prompt.objects.get(pk=prompt_id)))
+    cdp.send(
+        "ServiceWorker.deliverPushMessage",
+        {"origin": server.url, "registrationId": registration, "data": json.dumps(message)},
+    )
+
+    opened = [tab.url for tab in page.context.pages]
+
+    tapped = worker.evaluate(TAP, {"tag": f"askuser-{prompt_id}", "action": "option-1"})
+
+    assert tapped is not None, "the push showed no notification"
+    # Chromium shows two buttons: both options; Mute this session had no room.
+    assert tapped["most"] == 2 and tapped["buttons"] == ["option-0", "option-1"]
+    assert tapped["requireInteraction"] is False
+    assert tapped["said"] == {"status": 200, "message": "Answered: Production — by alice from a notification"}
+    assert tapped["left"] == []  # the notification closed; no page opened
+    result = waiting.result(timeout=WAIT_MS / 1000)
+    assert (result["status"], result["surface"], result["resolved_by"]) == ("answered", "push", "alice")
+    assert result["answers"] == {"answers": {"deploy_target": ["Production"]}}
+    assert [tab.url for tab in page.context.pages] == opened
+
+    again = worker.evaluate(TAP_AGAIN, "option-1")
+
+    assert again["said"]["status"] == 409
+    assert again["said"]["message"].startswith("This prompt was already answered from a notification by alice")
+    assert again["left"] == [again["said"]["message"]]  # why nothing happened, shown in its place

@@ -124,6 +124,7 @@ def test_a_folders_surface_words_reach_the_domains_wording_in_either_language():
         "slack": "on Slack",
         "discord": "on Discord",
         "email": "by email",
+        "push": "from a notification",
     }
     assert wording.where("email", wording.for_agent) == "by email"
     with translation.override("hi"):

@@ -106,6 +106,12 @@ async def test_a_new_prompt_reaches_each_device_encrypted_for_it_and_signed_by_t
     [to_laptop] = await asyncio.to_thread(push_service.wait_for, "laptop")
     [to_phone] = await asyncio.to_thread(push_service.wait_for, "phone")
     message = laptop.read(to_laptop.body)
+    buttons = message.pop("actions")
+    assert [(b["action"], b["title"], b["url"]) for b in buttons] == [
+        ("option-0", "Staging (Recommended)", "/push/answer"),
+        ("option-1", "Production", "/push/answer"),
+        ("mute", "Mute this session", "/push/mute"),
+    ]
     assert message == {
         "type": "prompt",
         "tag": f"askuser-{prompt.pk}",
@@ -118,8 +124,15 @@ async def test_a_new_prompt_reaches_each_device_encrypted_for_it_and_signed_by_t
         "prompt_id": str(prompt.pk),
         "expires_at": prompt.expires_at.isoformat(),
         "badge": 1,  # the owner's waiting count, for the installed app's badge
+        "more": "More options in askuser.",
+        "unreachable": "askuser could not be reached. Open it to answer.",
+        "requireInteraction": False,
+        "renotify": False,
     }
-    assert phone.read(to_phone.body) == message  # each encrypted for its own browser's keys
+    on_the_phone = phone.read(to_phone.body)
+    # Each device's buttons carry tokens of their own: a device removed answers nothing.
+    assert [b["token"] for b in on_the_phone.pop("actions")] != [b["token"] for b in buttons]
+    assert on_the_phone == message  # each encrypted for its own browser's keys
     assert to_laptop.body != to_phone.body
     assert to_laptop.headers["content-encoding"] == "aes128gcm" and int(to_laptop.headers["ttl"]) > 0
     claims = vapid_claims(to_laptop, audience=push_service.url)

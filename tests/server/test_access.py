@@ -148,6 +148,9 @@ HTTP_RULES = [
         {},
         for_people(405, b=405, staff=405),
     ),
+    # Muting a session's notifications: the owner's switch, back to the page; nobody else's session is found.
+    ("s/<str:key>/mute", "POST", "/s/s-a/mute", {"form": {"muted": "1"}}, for_people(302)),
+    ("s/<str:key>/mute", "GET", "/s/s-a/mute", {}, for_people(405, b=405, staff=405)),
     ("p/<uuid:prompt_id>/", "GET", "/p/{prompt}/", {}, for_people(302)),  # to its session's page
     # Each person's own inbox: B and staff see theirs (empty here), never A's questions (tests/web/test_ui.py).
     ("inbox/", "GET", "/inbox/", {}, for_people(200, b=200, staff=200)),
@@ -179,6 +182,10 @@ HTTP_RULES = [
     # Only the person's own device is removed (tests/delivery/test_push.py); an unknown one is not found for anyone.
     ("settings/push/remove", "POST", "/settings/push/remove", {"form": {"device": "999999"}}, for_people(404)),
     ("settings/push/test", "POST", "/settings/push/test", {"form": {}}, expect(302)),  # back to the page
+    # A notification's button: its token is the credential, for every role alike (tests/delivery/test_push_taps.py).
+    ("push/answer", "POST", "/push/answer", {"body": {"token": "forged"}}, expect(400)),
+    ("push/answer", "GET", "/push/answer", {}, expect(405)),
+    ("push/mute", "POST", "/push/mute", {"body": {"token": "forged"}}, expect(400)),
     # Public, like the static files: the service worker's script holds nothing of anyone's.
     ("sw.js", "GET", "/sw.js", {}, expect(200)),
     # A chat app's endpoint answers only while the app is set up (tests/delivery/test_chat_*.py).

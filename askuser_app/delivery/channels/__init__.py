@@ -69,6 +69,9 @@ class Folder:
     watches: tuple[str, ...] = ()
     # What it makes when the app is ready, before any database connection (Web Push's key).
     when_ready: Callable[[], None] | None = None
+    # A session its person muted (``Session.muted_at``) sends nothing through it: notifications
+    # that would ring a device. A chat's messages and mail are kept, as the page is.
+    heeds_mute: bool = False
 
 
 @functools.cache
@@ -151,6 +154,16 @@ def url_modules() -> list[str]:
 def surfaces() -> dict[str, str]:
     """Each surface word a channel declares, by the channel's name, for ``domain.wording``."""
     return {name: folder.surface for name, folder in folders().items() if folder.surface}
+
+
+def heeding_mute() -> frozenset[str]:
+    """The channels that send nothing for a muted session."""
+    return frozenset(name for name, folder in folders().items() if folder.heeds_mute)
+
+
+def mutable() -> bool:
+    """Whether muting a session changes anything here: a channel that heeds it is configured."""
+    return any(name in heeding_mute() for name in configured())
 
 
 def watched() -> list[str]:

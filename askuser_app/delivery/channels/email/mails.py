@@ -25,13 +25,12 @@ import hashlib
 import smtplib
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from email.utils import make_msgid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core import signing
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -39,24 +38,19 @@ from django.utils import formats, timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from askuser_app.delivery.channels import links
 from askuser_app.delivery.channels.base import News, Permanent, Temporary
 from askuser_app.delivery.channels.chats.core import prompt_url
-from askuser_app.domain import contract, prefs, services, textreply, wording
+from askuser_app.domain import prefs, services, textreply, wording
 from askuser_app.models import Preferences, Prompt
 from askuser_app.runtime import i18n
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+    from askuser_app.models import Question
+
 TOKEN_SALT = "askuser.chat.email.link"
-# A link outlives no prompt: none stays pending longer than its longest timeout or its
-# extension limit after creation; the margin covers clocks and a slow delivery.
-TOKEN_MARGIN = timedelta(minutes=10)
-
-
-def token_max_age() -> timedelta:
-    longest = max(contract.MAX_TIMEOUT, settings.ASKUSER_EXTEND_LIMIT_SECONDS)
-    return timedelta(seconds=longest) + TOKEN_MARGIN
 
 
 def address_digest(address: str) -> str:
@@ -64,43 +58,19 @@ def address_digest(address: str) -> str:
     return hashlib.sha256(address.strip().lower().encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class Link:
-    """What a signed email link names."""
-
-    prompt_id: uuid.UUID
-    user_id: int
-    address: str  # ``address_digest`` of the address the mail went to
-    option: int | None  # the option's index for a one-tap answer; None for the prompt's page
-
-
-class BadLink(Exception):
-    """A link that is forged, tampered with, or too old: ``status`` and ``message`` for the page."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 def make_token(prompt_id: uuid.UUID, user: User, option: int | None = None) -> str:
-    body = [prompt_id.hex, user.pk, address_digest(user.email), -1 if option is None else option]
-    return signing.dumps(body, salt=TOKEN_SALT, compress=True)
+    """A mail's signed link (``channels.links``), held by the address it is mailed to."""
+    return links.make(TOKEN_SALT, prompt_id, user, address_digest(user.email), option)
 
 
-def read_token(token: str) -> Link:
-    """The link's content; ``BadLink`` for anything not signed by this server or too old."""
-    try:
-        body = signing.loads(token, salt=TOKEN_SALT, max_age=token_max_age())
-    except signing.SignatureExpired:
-        raise BadLink(410, _("This link has expired. Open askuser to see your questions.")) from None
-    except signing.BadSignature:
-        raise BadLink(400, _("This link is not valid. Use the link in the mail exactly as it was sent.")) from None
-    try:
-        prompt_hex, user_id, digest, option = body
-        return Link(uuid.UUID(hex=prompt_hex), int(user_id), str(digest), None if option == -1 else int(option))
-    except (TypeError, ValueError):
-        raise BadLink(400, _("This link is not valid. Use the link in the mail exactly as it was sent.")) from None
+def read_token(token: str) -> links.Link:
+    """The link's content; ``links.BadLink`` for anything not signed for a mail, or too old."""
+    return links.read(TOKEN_SALT, token)
+
+
+def holds(owner: User, holder: str) -> bool:
+    """A mail's link is good while its owner still has the address it was mailed to."""
+    return address_digest(owner.email) == holder
 
 
 def link_url(token: str) -> str:
@@ -132,15 +102,17 @@ def deadline(expires_at: datetime) -> str:
     return f"{formats.date_format(local, 'DATETIME_FORMAT')} {formats.date_format(local, 'T')}"
 
 
-def one_tap(prompt: Prompt, questions: list[textreply.TextQuestion]) -> bool:
-    """Whether a mail's link may name an option: one single-select question, not asked by a hook."""
-    return len(questions) == 1 and not questions[0].multi_select and not prompt.hook_event
+def one_tap(prompt: Prompt, rows: list[Question]) -> bool:
+    """Whether a mail links each option: when a link may choose every one (``links.choosable``);
+    a mail that linked some and not others would read as if the others were missing."""
+    return bool(rows) and len(links.choosable(prompt, rows)) == len(rows[0].options.all())
 
 
 def mail_context(prompt: Prompt, owner: User, now: datetime | None = None) -> dict[str, Any]:
     """What the mail (and the email page) shows of a pending prompt, in the active language."""
-    questions = [textreply.TextQuestion.of(q) for q in services.questions_of(prompt)]
-    tap = one_tap(prompt, questions)
+    rows = services.questions_of(prompt)
+    questions = [textreply.TextQuestion.of(q) for q in rows]
+    tap = one_tap(prompt, rows)
     shown = []
     for question in questions:
         options = [

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -29,6 +28,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from askuser_app.delivery import channels
+from askuser_app.delivery.channels import links
 from askuser_app.delivery.channels.chats import core
 from askuser_app.delivery.channels.email import mails as mail
 from askuser_app.delivery.channels.email.adapter import adapter
@@ -61,16 +61,14 @@ def _refused(request: HttpRequest, status: int, message: str) -> HttpResponse:
     return _page(request, {"refused": message}, status)
 
 
-def _linked(link: mail.Link) -> tuple[Prompt, User]:
-    """The prompt and its owner the link is good for; ``BadLink`` when it is good for nothing."""
-    prompt = Prompt.objects.select_related("agent", "session").filter(pk=link.prompt_id).first()
-    owner = get_user_model().objects.select_related("preferences").filter(pk=link.user_id).first()
-    if prompt is None or owner is None:
-        raise mail.BadLink(404, _("This question is no longer available."))
-    stranger = prompt.session.owner_id != owner.pk or not owner.is_active
-    if stranger or mail.address_digest(owner.email) != link.address:
-        raise mail.BadLink(403, _("This link is not valid for this question. Use the link in your latest mail."))
-    return prompt, owner
+def _said(bad: links.BadLink) -> str:
+    """Why a link is good for nothing, as a mail's link."""
+    return {
+        "expired": _("This link has expired. Open askuser to see your questions."),
+        "invalid": _("This link is not valid. Use the link in the mail exactly as it was sent."),
+        "gone": _("This question is no longer available."),
+        "stranger": _("This link is not valid for this question. Use the link in your latest mail."),
+    }[bad.why]
 
 
 @require_http_methods(["GET", "POST"])
@@ -80,14 +78,14 @@ def email_page(request: HttpRequest, token: str) -> HttpResponse:
         raise Http404
     try:
         link = mail.read_token(token)
-        prompt, owner = _linked(link)
-    except mail.BadLink as bad:
-        return _refused(request, bad.status, bad.message)
+        prompt, owner = links.linked(link, mail.holds)
+    except links.BadLink as bad:
+        return _refused(request, bad.status, _said(bad))
     with translation.override(mail.owner_language(mail.preferences_of(owner))):
         return _respond(request, link, prompt, owner)
 
 
-def _respond(request: HttpRequest, link: mail.Link, prompt: Prompt, owner: User) -> HttpResponse:
+def _respond(request: HttpRequest, link: links.Link, prompt: Prompt, owner: User) -> HttpResponse:
     if prompt.is_overdue():
         services.result_expiring_if_overdue(prompt)
         prompt.refresh_from_db()
@@ -121,18 +119,10 @@ def _respond(request: HttpRequest, link: mail.Link, prompt: Prompt, owner: User)
     return _show(request, prompt, owner, choice, notice=_("Choose one of the buttons below."), status=400)
 
 
-def _choice(prompt: Prompt, link: mail.Link) -> tuple[str, str] | None:
-    """The question key and option label the link names, for a prompt answered by one tap
-    (never one a hook asked: its mail has no such link, and one made before answers nothing)."""
-    if link.option is None or prompt.hook_event:
-        return None
-    questions = services.questions_of(prompt)
-    if len(questions) != 1 or questions[0].multi_select:
-        return None
-    options = list(questions[0].options.all())
-    if not 0 <= link.option < len(options):
-        return None
-    return questions[0].key, options[link.option].label
+def _choice(prompt: Prompt, link: links.Link) -> tuple[str, str] | None:
+    """The question key and option label the link names, when a link may choose it
+    (``links.choosable``: never an option that allows what a hook asked)."""
+    return links.choice(prompt, services.questions_of(prompt), link.option)
 
 
 def _show(

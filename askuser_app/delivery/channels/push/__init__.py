@@ -1,10 +1,11 @@
-"""Web Push: encrypting and sending a push to a person's devices (``adapter``), and subscribing,
-testing and removing devices, with the settings page's section for them (``views``, ``urls``,
-``templates/``)."""
+"""Web Push: encrypting and sending a push to a person's devices (``adapter``), its buttons' taps
+that answer or mute a session, and subscribing, testing and removing devices, with the settings
+page's section for them (``views``, ``urls``, ``templates/``)."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from askuser_app.delivery.channels import Folder
 from askuser_app.runtime import datadir
@@ -26,7 +27,9 @@ folder = Folder(
         "ASKUSER_PUSH_ALLOW_PRIVATE",
         "ASKUSER_MAX_PUSH_DEVICES",
     ),
+    surface=gettext_noop("from a notification"),  # a notification's button answered
     section=1,
+    heeds_mute=True,
     watches=("askuser_app.PushSubscription",),  # the person's devices
     when_ready=make_key,
 )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 import email.utils
 import functools
 import json
@@ -45,6 +46,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -52,8 +54,9 @@ from py_vapid import Vapid
 from pywebpush import WebPusher
 
 from askuser_app.delivery import egress, engine
+from askuser_app.delivery.channels import links
 from askuser_app.delivery.channels.base import Card, Closed, News, Permanent, Recipient, Ref, Temporary
-from askuser_app.domain import addresses
+from askuser_app.domain import addresses, services
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import Prompt, PushSubscription
 from askuser_app.runtime import datadir
@@ -374,23 +377,14 @@ def _time_for_one_push() -> float:
     return max(1.0, seconds - 1.0)
 
 
-def _device(subscription_id: int, message: dict[str, Any]) -> tuple[PushSubscription | None, dict[str, Any]]:
-    """The subscription's row, and the message as it goes to it: a push about a prompt carries its
-    owner's waiting count as it is now, as the push leaves (a closing push, the count without the
-    prompt that resolved), which the service worker shows as the app's badge."""
-    row = PushSubscription.objects.filter(pk=subscription_id).first()
-    if row is None or message.get("type") not in COUNTED:
-        return row, message
-    return row, {**message, "badge": Prompt.waiting_for(row.user_id).count()}
-
-
-async def _push_to(subscription_id: int, message: dict[str, Any]) -> PushSubscription | None:
-    """Push ``message`` to one subscription; None when the subscription is gone already."""
+async def _push_to(subscription_id: int, message: dict[str, Any] | Card) -> PushSubscription | None:
+    """Push ``message`` (a prompt's card: with this device's buttons) to one subscription; None
+    when the subscription is gone already."""
     # On the engine's own thread: a push never waits for the thread that the requests share.
-    row, message = await engine.database.run(_device)(subscription_id, message)
+    row, prepared = await engine.database.run(ready)(subscription_id, message)
     if row is None:
         return None
-    pushed = await push(row, message, timeout=_time_for_one_push())
+    pushed = await push(row, prepared, timeout=_time_for_one_push())
     await engine.database.run(_noted)(row, pushed)
     _pushed_or_raise(pushed)
     return row
@@ -411,8 +405,60 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def message_of(card: Card) -> dict[str, Any]:
-    """What the service worker shows: the agent, the header, the question, and where a click goes."""
+# --- buttons: answering, or muting the session, with one tap --------------------------------------
+
+ANSWER_SALT = "askuser.push.answer"
+MUTE_SALT = "askuser.push.mute"
+MUTE = "mute"
+MAX_PAYLOAD = 3993  # what a push carries: 4,096 bytes, less aes128gcm's header, tag and padding
+
+
+def holder(row: PushSubscription) -> str:
+    """What holds a button's token: the device it was pushed to."""
+    return f"device-{row.pk}"
+
+
+def holds(owner: User, held_by: str) -> bool:
+    """A button's token is good while its device is still its owner's (removed, or moved to
+    another person who signed in on that browser, it answers nothing)."""
+    device = ascii_int(held_by.removeprefix("device-"))
+    return device is not None and PushSubscription.objects.filter(pk=device, user=owner).exists()
+
+
+@dataclass(frozen=True)
+class Tap:
+    """A notification's button: its id, its title, where the service worker posts its token."""
+
+    action: str
+    title: str
+    url: str
+    token: str
+
+
+def taps_for(row: PushSubscription, prompt: Prompt) -> list[Tap]:
+    """The prompt's buttons for this device: each option a tap may choose (``links.choosable``: a
+    hook's prompt has none that allows), then Mute this session; the service worker keeps as
+    many as the platform shows, in this order."""
+    questions = services.questions_of(prompt)
+    owner, held_by = row.user, holder(row)
+    answer = reverse("push_answer")
+    taps = [
+        Tap(f"option-{index}", questions[0].options.all()[index].label, answer, _token(ANSWER_SALT, prompt, row, index))
+        for index in links.choosable(prompt, questions)
+    ]
+    mute = links.make(MUTE_SALT, prompt.pk, owner, held_by)
+    return [*taps, Tap(MUTE, _("Mute this session"), reverse("push_mute"), mute)]
+
+
+def _token(salt: str, prompt: Prompt, row: PushSubscription, option: int) -> str:
+    return links.make(salt, prompt.pk, row.user, holder(row), option)
+
+
+def message_of(card: Card, taps: list[Tap] | None = None, *, hook: bool = False) -> dict[str, Any]:
+    """What the service worker shows: the agent, the header, the question, where a click goes, and
+    the buttons. A hook's prompt stays on screen until the person acts (``requireInteraction``):
+    its agent waits at the terminal, and no button here allows it. No prompt rings twice
+    (``renotify``: the page's own notification, or an earlier push, already did)."""
     first = card.questions[0] if card.questions else None
     header = first.header if first is not None else card.header
     question = first.text if first is not None else card.text
@@ -422,8 +468,11 @@ def message_of(card: Card) -> dict[str, Any]:
         body += "\n" + _clip(" ".join(first.detail.split()), MAX_DETAIL)
     if more > 0:
         body += "\n" + ngettext("and %(count)d more question", "and %(count)d more questions", more) % {"count": more}
+    if hook:
+        body += "\n" + _("To allow it, open askuser.")
     title = _("%(agent)s asks: %(header)s") % {"agent": card.agent, "header": header} if header else card.header
-    return {
+    answers = [tap for tap in taps or () if tap.action != MUTE]
+    message = {
         "type": "prompt",
         "tag": tag(card.prompt_id),
         "title": _clip(title, MAX_TITLE),
@@ -434,7 +483,51 @@ def message_of(card: Card) -> dict[str, Any]:
         "url": card.url,
         "prompt_id": str(card.prompt_id),
         "expires_at": card.expires_at.isoformat(),
+        "actions": [dataclasses.asdict(tap) | {"title": _clip(tap.title, MAX_TITLE)} for tap in taps or ()],
+        # Said under the body when the platform shows fewer buttons than there are options.
+        "more": _("More options in askuser.") if answers else "",
+        # Said when a button's tap cannot reach the server.
+        "unreachable": _("askuser could not be reached. Open it to answer.") if taps else "",
+        "requireInteraction": hook,
+        "renotify": False,
     }
+    return _fitted(message)
+
+
+def _size(message: dict[str, Any]) -> int:
+    return len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def _fitted(message: dict[str, Any]) -> dict[str, Any]:
+    """The message within what a push carries: its texts cut shorter (long lines in a script of
+    three bytes a character) until it fits."""
+    limit = MAX_BODY
+    while _size(message) > MAX_PAYLOAD and limit > MAX_DETAIL // 4:
+        limit //= 2
+        message = {**message, "body": _clip(message["body"], limit), "question": _clip(message["question"], limit)}
+    return message
+
+
+def ready(subscription_id: int, message: dict[str, Any] | Card) -> tuple[PushSubscription | None, dict[str, Any]]:
+    """The device, and what to push to it: a prompt's card with the buttons made for this device.
+    A push about a prompt carries its owner's waiting count as it is now, as the push leaves (a
+    closing push, the count without the prompt that resolved): the service worker's app badge."""
+    row = PushSubscription.objects.select_related("user").filter(pk=subscription_id).first()
+    if row is None:
+        return row, message if isinstance(message, dict) else {}
+    prepared = _prepared(row, message)
+    if prepared.get("type") in COUNTED:
+        prepared = {**prepared, "badge": Prompt.waiting_for(row.user_id).count()}
+    return row, prepared
+
+
+def _prepared(row: PushSubscription, message: dict[str, Any] | Card) -> dict[str, Any]:
+    if not isinstance(message, Card):
+        return message
+    prompt = Prompt.objects.filter(pk=message.prompt_id).first()
+    if prompt is None:
+        return message_of(message)
+    return message_of(message, taps_for(row, prompt), hook=links.asked_by_hook(prompt))
 
 
 class PushAdapter:
@@ -468,7 +561,7 @@ class PushAdapter:
     async def send(self, address: str, card: Card) -> Ref:
         if not address.isdigit():
             raise Permanent(f"not a push subscription: {address!r}")
-        if await _push_to(int(address), message_of(card)) is None:
+        if await _push_to(int(address), card) is None:
             raise Permanent("the device was removed before the notification was sent")
         return {"subscription": int(address), "tag": tag(card.prompt_id)}
 

@@ -1,4 +1,5 @@
-"""Web Push's routes: this person's devices, under ``/settings/push/``, and the service worker."""
+"""Web Push's routes: this person's devices, under ``/settings/push/``, the service worker, and its
+buttons' taps, under ``/push/``."""
 
 from __future__ import annotations
 
@@ -13,4 +14,6 @@ urlpatterns = [
     path("settings/push/remove", views.remove, name="push_remove"),
     path("settings/push/test", views.test, name="push_test"),
     path("sw.js", views.service_worker, name="service_worker"),
+    path("push/answer", views.answer, name="push_answer"),
+    path("push/mute", views.mute, name="push_mute"),
 ]

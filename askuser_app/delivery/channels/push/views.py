@@ -1,9 +1,19 @@
-"""``/sw.js`` and ``/settings/push/…``: the service worker, and this person's devices for Web Push.
+"""``/sw.js``, ``/push/…`` and ``/settings/push/…``: the service worker, its buttons' taps, and
+this person's devices for Web Push.
 
 The browser's side (``static/askuser/push.js``) posts JSON with the CSRF token
 in a header; the list's Remove and the test button are plain forms, which
 htmx upgrades to swap the settings partial in place; ``section`` is what that
 partial shows, on the settings page too.
+
+``/push/answer`` and ``/push/mute`` take what a notification's button carries, posted by the
+service worker (``answerFromNotification`` in ``static/askuser/sw.js``) without cookies: a signed
+token (``channels.links``, the check a mail's links have) is the credential, so these two, and
+only for POST, need no CSRF token, and no session. An answer goes through ``services`` as every
+surface's does (surface "push"); a mute through ``services.mute_session``. Each says, in the
+owner's language, what happened or why not, with a status: 400 a token not ours or tampered
+with, 403 another person's (or a device no longer theirs), 404 a prompt that is gone, 409 a
+prompt resolved (the token's one use is spent) or a session muted already, 410 too old.
 """
 
 from __future__ import annotations
@@ -17,13 +27,19 @@ from django.contrib.staticfiles import finders
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from askuser_app.delivery.channels import links
+from askuser_app.delivery.channels.chats.core import outcome
 from askuser_app.delivery.channels.push import adapter as push
+from askuser_app.domain import services
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import PushSubscription
+from askuser_app.runtime import i18n
 
 if TYPE_CHECKING:
     from askuser_app.runtime.http import LoggedInRequest
@@ -141,3 +157,82 @@ def test(request: LoggedInRequest) -> HttpResponse:
         else:
             messages.error(request, _("%(device)s: this device could not be reached.") % {"device": one.device})
     return redirect("settings")
+
+
+# --- a notification's buttons ------------------------------------------------------------------
+
+MAX_TAP = 2048  # a token is about 150 characters
+
+
+def _said(bad: links.BadLink) -> str:
+    """Why a button is good for nothing, as a notification says it."""
+    return {
+        "expired": _("This button has expired. Open askuser to answer."),
+        "invalid": _("This button is not valid. Open askuser to answer."),
+        "gone": _("This question is no longer available."),
+        "stranger": _("This notification is not for this device any more. Open askuser to answer."),
+    }[bad.why]
+
+
+def _tapped(status: int, message: str) -> JsonResponse:
+    response = JsonResponse({"ok": status == 200, "message": message}, status=status)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _tap(request: HttpRequest, salt: str) -> tuple[links.Link, Any, Any] | JsonResponse:
+    """The link a button's token names, its prompt and owner; or the refusal to answer with."""
+    data = _json(request) if len(request.body) <= MAX_TAP else None
+    token = data.get("token") if isinstance(data, dict) else None
+    if not push.adapter.configured():
+        return _tapped(404, _("Web Push is turned off on this server."))
+    try:
+        link = links.read(salt, token if isinstance(token, str) else "")
+        prompt, owner = links.linked(link, push.holds)
+    except links.BadLink as bad:
+        return _tapped(bad.status, _said(bad))
+    return link, prompt, owner
+
+
+@csrf_exempt  # the token is the credential: no cookie is sent, nor needed
+@require_POST
+def answer(request: HttpRequest) -> JsonResponse:
+    """A notification's option button: that option answers the prompt, as its owner, once."""
+    tapped = _tap(request, push.ANSWER_SALT)
+    if isinstance(tapped, JsonResponse):
+        return tapped
+    link, prompt, owner = tapped
+    with translation.override(i18n.of_owner(owner.pk)):
+        if prompt.is_overdue():
+            services.result_expiring_if_overdue(prompt)
+            prompt.refresh_from_db()
+        chosen = links.choice(prompt, services.questions_of(prompt), link.option)
+        if not prompt.is_pending:
+            return _tapped(409, services.AlreadyResolved(prompt).for_person)
+        if chosen is None:
+            return _tapped(400, _("This button is not valid. Open askuser to answer."))
+        key, label = chosen
+        try:
+            answered = services.answer(prompt, {key: [label]}, by=owner, surface="push")
+        except services.AlreadyResolved as lost:
+            return _tapped(409, lost.for_person)
+        except services.InvalidAnswer as refused:
+            return _tapped(422, refused.for_person)
+        return _tapped(200, outcome(answered))
+
+
+@csrf_exempt  # the token is the credential: no cookie is sent, nor needed
+@require_POST
+def mute(request: HttpRequest) -> JsonResponse:
+    """A notification's Mute this session: no more notifications of the prompt's session (it
+    still may be, once the prompt resolved: what the person asked for holds); the session's
+    page unmutes it."""
+    tapped = _tap(request, push.MUTE_SALT)
+    if isinstance(tapped, JsonResponse):
+        return tapped
+    _link, prompt, owner = tapped
+    with translation.override(i18n.of_owner(owner.pk)):
+        named = {"session": prompt.session.name}
+        if not services.mute_session(prompt.session, by=owner):
+            return _tapped(409, _("%(session)s is muted already.") % named)
+        return _tapped(200, _("No more notifications from %(session)s. Its page unmutes it.") % named)
