@@ -38,6 +38,42 @@
     return createWebSocket(withState.toString());
   };
 
+  // --- whether this page is in sight -----------------------------------------------------
+
+  // The server pushes a new question to the person's devices only while none of their tabs
+  // is visible (a visible page shows it, and notifies, itself): each socket says whether
+  // its page is visible as it connects, and again whenever that changes.
+  function visible() {
+    return document.visibilityState === "visible";
+  }
+
+  var sockets = [];
+  var connectSeen = htmx.createWebSocket;
+  htmx.createWebSocket = function (url) {
+    var withSight = new URL(url, location.href);
+    withSight.searchParams.set("visible", visible() ? "1" : "0");
+    var socket = connectSeen(withSight.toString());
+    socket.told = visible();
+    sockets.push(socket);
+    socket.addEventListener("open", function () {
+      if (socket.told !== visible()) tell(socket); // changed while it connected
+    });
+    socket.addEventListener("close", function () {
+      sockets = sockets.filter(function (other) { return other !== socket; });
+    });
+    return socket;
+  };
+
+  function tell(socket) {
+    if (socket.readyState !== WebSocket.OPEN) return; // it says so as it opens
+    socket.told = visible();
+    socket.send(JSON.stringify({ visible: socket.told }));
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    sockets.forEach(tell);
+  });
+
   // --- the person's choice ------------------------------------------------------------
 
   function supported() {

@@ -204,6 +204,7 @@ def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
     settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the push service is on 127.0.0.1 here
     settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
     settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+    settings.ASKUSER_PUSH_GRACE = 0  # pushed at once, unless a test waits for the grace
     with serving(context) as service:
         yield service
 

@@ -69,6 +69,10 @@ class Folder:
     watches: tuple[str, ...] = ()
     # What it makes when the app is ready, before any database connection (Web Push's key).
     when_ready: Callable[[], None] | None = None
+    # Its messages are needless while one of the person's tabs is in sight (Web Push: the page
+    # shows and notifies the question itself): the engine does not send them then
+    # (``runtime.presence``), and records why.
+    not_while_seen: bool = False
 
 
 @functools.cache
@@ -103,6 +107,12 @@ def chat_apps() -> tuple[str, ...]:
 def notifiers() -> tuple[str, ...]:
     """The channels that name their own recipients, in order."""
     return tuple(name for name, folder in folders().items() if not folder.links)
+
+
+@functools.cache
+def not_while_seen() -> tuple[str, ...]:
+    """The channels whose messages are not sent while one of the person's tabs is in sight."""
+    return tuple(name for name, folder in folders().items() if folder.not_while_seen)
 
 
 def adapter(name: str) -> Adapter:
@@ -155,7 +165,7 @@ def surfaces() -> dict[str, str]:
 
 def watched() -> list[str]:
     """The models whose changes change whom some channel reaches."""
-    return [model for folder in folders().values() for model in folder.watches]
+    return list(dict.fromkeys(model for folder in folders().values() for model in folder.watches))
 
 
 def when_ready() -> None:

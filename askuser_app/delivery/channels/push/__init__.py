@@ -25,8 +25,11 @@ folder = Folder(
         "ASKUSER_VAPID_SUBJECT",
         "ASKUSER_PUSH_ALLOW_PRIVATE",
         "ASKUSER_MAX_PUSH_DEVICES",
+        "ASKUSER_PUSH_GRACE",
     ),
     section=1,
-    watches=("askuser_app.PushSubscription",),  # the person's devices
+    # The person's devices, and how long their prompts wait before a push.
+    watches=("askuser_app.PushSubscription", "askuser_app.Preferences"),
+    not_while_seen=True,  # the page notifies itself
     when_ready=make_key,
 )
