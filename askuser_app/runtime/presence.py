@@ -36,6 +36,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
+from askuser_app.runtime import metrics
 from askuser_app.runtime.background import Loop
 from askuser_app.runtime.cachepool import SharedConnectionPool
 from askuser_app.runtime.caching import warn
@@ -68,9 +69,11 @@ async def seen(user_id: int, visible: bool) -> None:
     """One socket of ``user_id`` in this process became visible (True), or stopped being: hidden
     or closed (False). Each socket says each change once (``Sighting``)."""
     if visible:
+        metrics.SOCKETS_VISIBLE.inc()
         _counted[user_id] += 1
         changed = _counted[user_id] == 1
     else:
+        metrics.SOCKETS_VISIBLE.dec()
         _counted[user_id] -= 1
         changed = _counted[user_id] <= 0
         if changed:

@@ -16,7 +16,7 @@ import secrets
 import ssl
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -32,15 +32,16 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
+from django.utils import timezone
 
 from askuser_app.delivery import channels, engine
 from askuser_app.delivery.channels.base import Temporary
 from askuser_app.delivery.channels.push import adapter as push
 from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
-from askuser_app.runtime import datadir
+from askuser_app.runtime import datadir, presence
 from askuser_app.runtime.asyncdb import database_call
-from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
+from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, connect, payload, until_async
 from tests.dnsfake import FakeDNS
 from tests.servers import serve_in_thread
 
@@ -845,3 +846,172 @@ async def test_a_finished_agent_is_not_pushed_unless_the_person_chose_it(push_se
     await agent_finished(agent, owner, chosen=False)
 
     assert await database_call(Delivery.objects.count)() == 0
+
+
+# --- only when needed: after the person's grace, and never while a tab of theirs is in sight ---------
+
+
+@pytest.fixture
+async def tabs() -> AsyncIterator[list[Any]]:
+    """The Control UI's sockets a test opens (``tab``), each closed afterwards."""
+    opened: list[Any] = []
+    yield opened
+    for socket in opened:
+        await socket.disconnect()
+
+
+async def tab(tabs: list[Any], user: Any, *, visible: bool) -> Any:
+    """A page of ``user``'s open on any page (its socket), saying whether it is visible, as notify.js does."""
+    socket = await connect(f"/ws/sessions/?only=waiting&visible={int(visible)}&lang=en", user)
+    connected, _ = await socket.connect(timeout=DEADLINE)
+    assert connected
+    tabs.append(socket)
+    return socket
+
+
+async def says(socket: Any, user: Any, *, visible: bool) -> None:
+    """The page becomes visible or hidden, and the server has heard it."""
+    await socket.send_to(text_data=json.dumps({"visible": visible}))
+    await until_async(lambda: True if presence.in_sight(user.pk) == visible else None)
+
+
+async def push_due_now(prompt: Prompt) -> None:
+    """The grace is over: the engine's clock, moved on as the engine's tests move it."""
+    await database_call(Delivery.objects.filter(prompt=prompt, channel="push").update)(next_attempt_at=timezone.now())
+    engine.ensure_running()
+    engine.wake()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_new_prompt_is_pushed_only_once_the_persons_grace_is_over(push_service, agent, owner, settings):
+    settings.ASKUSER_PUSH_GRACE = 20
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+
+    prompt = await ask(agent)
+
+    row = await row_of(prompt, "to_send")
+    waits = row.next_attempt_at - prompt.created_at
+    assert waits == pytest.approx(datetime.timedelta(seconds=20), abs=datetime.timedelta(seconds=1))
+    assert await database_call(engine.claim_due)(8) == []  # not due yet
+    await push_due_now(prompt)
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["tag"] == f"askuser-{prompt.pk}"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_prompt_answered_within_the_grace_is_never_pushed(push_service, agent, owner, settings):
+    settings.ASKUSER_PUSH_GRACE = 20
+    await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
+    prompt = await ask(agent)
+
+    await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+
+    await row_of(prompt, "dropped")
+    await push_due_now(prompt)
+    assert await database_call(engine.claim_due)(8) == []
+    assert push_service.received == []
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_person_who_chose_at_once_is_pushed_at_once_whatever_the_servers_grace(
+    push_service, agent, owner, settings
+):
+    settings.ASKUSER_PUSH_GRACE = 300
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    await database_call(prefs.choose_push_grace)(owner, 0)
+
+    prompt = await ask(agent)
+    engine.ensure_running()
+
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["tag"] == f"askuser-{prompt.pk}"
+    row = await row_of(prompt, "sent")
+    assert row.next_attempt_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_with_a_tab_in_sight_the_push_is_not_sent_and_staff_see_why(push_service, agent, owner, tabs, settings):
+    settings.ASKUSER_PUSH_GRACE = 20
+    await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
+    await tab(tabs, owner, visible=True)
+    prompt = await ask(agent)
+
+    await push_due_now(prompt)
+
+    row = await row_of(prompt, "dropped")
+    assert row.last_error == "not needed: a tab of the person was in sight" and row.attempts == 0
+    assert push_service.received == []
+    assert not await database_call(DeliveryAttempt.objects.exists)()  # no failed attempt either
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_tab_that_is_hidden_or_closed_no_longer_keeps_the_push_back(push_service, agent, owner, tabs):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    front = await tab(tabs, owner, visible=True)
+    behind = await tab(tabs, owner, visible=False)
+
+    await says(front, owner, visible=False)
+    first = await ask(agent)
+    engine.ensure_running()
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["tag"] == f"askuser-{first.pk}"
+
+    await says(behind, owner, visible=True)
+    await database_call(services.skip_all)(first, by=owner, surface="web")
+    second = await database_call(services.ask)(agent, contract.parse_create(payload(session="s2")))
+    await row_of(second.prompt, "dropped")
+
+    await behind.disconnect()  # closed: it stops counting at once
+    tabs.remove(behind)
+    assert not presence.in_sight(owner.pk)
+    await database_call(services.skip_all)(second.prompt, by=owner, surface="web")
+    third = await database_call(services.ask)(agent, contract.parse_create(payload(session="s3")))
+    await row_of(third.prompt, "sent")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_another_persons_tab_in_sight_does_not_keep_back_my_push(push_service, agent, owner, other_user, tabs):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    await tab(tabs, other_user, visible=True)
+
+    prompt = await ask(agent)
+    engine.ensure_running()
+
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["tag"] == f"askuser-{prompt.pk}"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_agents_news_is_pushed_at_once_but_not_while_a_tab_is_in_sight(
+    push_service, agent, owner, tabs, settings
+):
+    settings.ASKUSER_PUSH_GRACE = 300  # news has no grace: nothing answers it meanwhile
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    shown = await tab(tabs, owner, visible=True)
+
+    await database_call(services.post_agent_note)(agent, "cc-job", "Claude Code is waiting", tell="waiting")
+    engine.ensure_running()
+    dropped = await until_async(lambda: Delivery.objects.filter(prompt=None, state="dropped").first())
+    assert dropped.last_error == "not needed: a tab of the person was in sight"
+
+    await says(shown, owner, visible=False)
+    await database_call(services.post_agent_note)(agent, "cc-job", "Claude Code finished", tell="waiting")
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["body"] == "Claude Code finished"
+    assert push_service.received == [received]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_page_that_says_something_else_changes_nothing(push_service, agent, owner, tabs):
+    socket = await tab(tabs, owner, visible=False)
+    for said in ("hello", json.dumps({"visible": "yes"}), json.dumps([True]), json.dumps({"visible": True}) + " " * 64):
+        await socket.send_to(text_data=said)
+    await socket.send_to(bytes_data=b'{"visible": true}')
+    assert await socket.receive_nothing()
+
+    assert not presence.in_sight(owner.pk)
