@@ -16,6 +16,7 @@ import secrets
 import ssl
 import stat
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import http_ece
+import httpx
 import jwt
 import pytest
+import redis
 from asgiref.sync import async_to_sync
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -41,9 +44,19 @@ from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
 from askuser_app.runtime import datadir, presence
 from askuser_app.runtime.asyncdb import database_call
-from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, connect, payload, until_async
+from tests.conftest import (
+    EXTRAS,
+    QUESTION,
+    SCALED,
+    SCALED_REASON,
+    asgi_request,
+    auth,
+    connect,
+    payload,
+    until_async,
+)
 from tests.dnsfake import FakeDNS
-from tests.servers import serve_in_thread
+from tests.servers import DaphneServer, serve_in_thread
 
 DEADLINE = 10
 LOOPBACK = ipaddress.ip_address("127.0.0.1")
@@ -1015,3 +1028,54 @@ async def test_a_page_that_says_something_else_changes_nothing(push_service, age
     assert await socket.receive_nothing()
 
     assert not presence.in_sight(owner.pk)
+
+
+@pytest.mark.scaled
+@pytest.mark.live
+@pytest.mark.skipif(not SCALED, reason=SCALED_REASON)
+@pytest.mark.django_db(transaction=True)
+async def test_a_tab_in_sight_in_one_process_keeps_back_the_push_of_another_until_its_word_runs_out(
+    push_service, server_env, agent, token, owner, tabs, monkeypatch, settings
+):
+    """The scaled mode: this process holds the page's socket, a Daphne process beside it sends
+    the pushes, and what they share is Redis. A process that stops renewing its word (killed)
+    keeps nobody "in sight" once the word runs out."""
+    env = {
+        **server_env,
+        "SSL_CERT_FILE": os.environ["SSL_CERT_FILE"],
+        "ASKUSER_PUSH_ALLOW_PRIVATE": "1",
+        "ASKUSER_PUSH_GRACE": "0",
+        "ASKUSER_PUBLIC_URL": "https://askuser.example.com",
+    }
+    sender = DaphneServer(env)
+    await asyncio.to_thread(sender.start)
+    try:
+        laptop = Browser(push_service.endpoint("laptop"))
+        await database_call(subscribed)(owner, laptop)
+        shown = await tab(tabs, owner, visible=True)
+
+        async def asked(session: str) -> Prompt:
+            created = await asyncio.to_thread(
+                httpx.post, f"{sender.url}/api/v1/prompts", json=payload(session=session), headers=auth(token)
+            )
+            assert created.status_code == 201, created.text
+            return await database_call(Prompt.objects.get)(pk=created.json()["id"])
+
+        kept_back = await row_of(await asked("s1"), "dropped")
+        assert kept_back.last_error == "not needed: a tab of the person was in sight"
+
+        await says(shown, owner, visible=False)
+        second = await asked("s2")
+        [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+        assert laptop.read(received.body)["tag"] == f"askuser-{second.pk}"
+
+        monkeypatch.setattr(presence, "LASTS", 0.5)  # and no loop renews it here: as if killed
+        await says(shown, owner, visible=True)
+        key = f"{settings.REDIS_PREFIX}:presence:{owner.pk}"
+        with redis.Redis.from_url(settings.REDIS_URL) as server:
+            await until_async(lambda: True if server.zcount(key, f"({time.time()}", "+inf") == 0 else None)
+        third = await asked("s3")
+        [_, received] = await asyncio.to_thread(push_service.wait_for, "laptop", 2)
+        assert laptop.read(received.body)["tag"] == f"askuser-{third.pk}"
+    finally:
+        await asyncio.to_thread(sender.stop)
