@@ -756,6 +756,45 @@ def test_with_push_turned_off_the_routes_say_so(owner, settings):
 
 
 @pytest.mark.django_db
+def test_a_person_chooses_how_long_a_new_question_waits_before_it_is_pushed(owner, agent, settings):
+    settings.ASKUSER_PUSH_GRACE = 20
+    client = browser_for(owner)
+    shown = client.get("/settings/").content.decode()
+    assert '<option value="20" selected>After 20 seconds</option>' in shown
+    assert '<option value="0">At once</option>' in shown and "After 5 minutes" in shown
+
+    saved = client.post("/settings/push/grace", {"push_grace": "0"}, headers={"HX-Request": "true"})
+
+    text = saved.content.decode()
+    assert saved.status_code == 200 and text.startswith('<section class="card push-settings" id="push-settings"')
+    assert '<option value="0" selected>At once</option>' in text and "Saved." in text
+    prompt = services.ask(agent, contract.parse_create(payload())).prompt
+    subscribed(owner, Browser("https://push.example.com/laptop"))
+    [due_now] = push.adapter.recipients(prompt)
+    assert due_now.after == datetime.timedelta(0)
+
+
+@pytest.mark.parametrize("bad", ["", "7", "-1", "twenty", "١٠"])
+@pytest.mark.django_db
+def test_a_grace_not_offered_is_refused_and_nothing_changes(owner, bad):
+    prefs.choose_push_grace(owner, 60)
+
+    refused = browser_for(owner).post("/settings/push/grace", {"push_grace": bad}, headers={"HX-Request": "true"})
+
+    assert refused.status_code == 422 and "Choose one of the times listed." in refused.content.decode()
+    assert prefs.of(owner).push_grace == 60
+
+
+@pytest.mark.django_db
+def test_without_javascript_the_grace_is_saved_through_the_page(owner):
+    response = browser_for(owner).post("/settings/push/grace", {"push_grace": "120"}, follow=True)
+
+    assert "Notification settings saved." in response.content.decode()
+    assert '<option value="120" selected>After 2 minutes</option>' in response.content.decode()
+    assert prefs.push_grace(prefs.of(owner).push_grace) == datetime.timedelta(minutes=2)
+
+
+@pytest.mark.django_db
 def test_the_key_route_gives_the_public_key_to_pages_other_than_settings(owner):
     assert browser_for(owner).get("/settings/push/key").json() == {"public_key": push.public_key()}
 

@@ -185,6 +185,8 @@ HTTP_RULES = [
     # Only the person's own device is removed (tests/delivery/test_push.py); an unknown one is not found for anyone.
     ("settings/push/remove", "POST", "/settings/push/remove", {"form": {"device": "999999"}}, for_people(404)),
     ("settings/push/test", "POST", "/settings/push/test", {"form": {}}, expect(302)),  # back to the page
+    # How long a new question waits before it is pushed: the person's own choice; back to the page, or to the login.
+    ("settings/push/grace", "POST", "/settings/push/grace", {"form": {"push_grace": "0"}}, expect(302)),
     # Public, like the static files: the service worker's script holds nothing of anyone's.
     ("sw.js", "GET", "/sw.js", {}, expect(200)),
     # A chat app's endpoint answers only while the app is set up (tests/delivery/test_chat_*.py).
