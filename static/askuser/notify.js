@@ -1,7 +1,9 @@
 // askuser Control UI: what is waiting for the person, wherever askuser is open.
 // The tab title counts the person's pending prompts across their sessions, the
 // icon carries the count, and (once the person turns them on) each new prompt
-// shows one desktop notification, from one tab however many are open.
+// shows one desktop notification, from one tab however many are open. Each
+// page's socket tells the server whether the page is visible: a person with a
+// tab in sight gets no push (askuser_app/runtime/presence.py).
 // The server renders all of it on page load; this follows the socket's pushes
 // of #waiting (templates/askuser/partials/waiting.html).
 (function () {
@@ -223,5 +225,12 @@
     showCount(element);
   }
   showState();
-  window.askuserNotify = { state: state };
+  window.askuserNotify = {
+    state: state,
+    // What each open socket last told the server: true while its page is visible.
+    told: function () {
+      return sockets.filter(function (socket) { return socket.readyState === WebSocket.OPEN; })
+        .map(function (socket) { return socket.told; });
+    },
+  };
 })();
