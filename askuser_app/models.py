@@ -586,7 +586,7 @@ class PollOffset(models.Model):
 
 
 class Preferences(models.Model):
-    """One person's choices: the language of the Control UI and when to be emailed."""
+    """One person's choices: the language of the Control UI, when to be emailed and pushed."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences")
     # Blank: the browser's Accept-Language decides.
@@ -595,6 +595,8 @@ class Preferences(models.Model):
     email_after = models.PositiveIntegerField(null=True, blank=True)
     # Told on their channels when a coding agent's hook says it finished (Stop); off by default.
     tell_finished = models.BooleanField(default=False)
+    # Seconds a new prompt waits before it is pushed to their devices; null the server's default.
+    push_grace = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "preferences"

@@ -436,6 +436,9 @@ ASKUSER_VAPID_SUBJECT = env_str("ASKUSER_VAPID_SUBJECT")
 ASKUSER_PUSH_ALLOW_PRIVATE = env_bool("ASKUSER_PUSH_ALLOW_PRIVATE")
 # Devices one person may link for Web Push (0: no cap); each new prompt is one push per device.
 ASKUSER_MAX_PUSH_DEVICES = env_int("ASKUSER_MAX_PUSH_DEVICES", 10)
+# Seconds a new prompt waits before it is pushed, unless the person chose otherwise (0: at once);
+# the push is skipped if the prompt was resolved meanwhile or one of the person's tabs is in sight.
+ASKUSER_PUSH_GRACE = env_float("ASKUSER_PUSH_GRACE", 20)
 
 # "I need more time": each extension adds ASKUSER_EXTEND_SECONDS, at most
 # ASKUSER_EXTEND_TIMES times, never past ASKUSER_EXTEND_LIMIT_SECONDS after creation.

@@ -36,6 +36,13 @@ retried with doubling delays (at least its ``retry_after``); a ``Permanent``
 one, or the last try, marks the row failed, which staff see in the admin and
 the person on the prompt's page.
 
+A channel whose folder says ``not_while_seen`` (Web Push) is not sent while one of
+the person's tabs is in sight (``runtime.presence``), asked as the engine claims
+the row: the row is dropped, saying so for staff. A prompt's push is recorded
+due after the person's grace (``Recipient.after``), so the tab has that long to
+be seen and the prompt to be answered; an agent's news is pushed at once, or
+not at all while a tab is in sight, where its line shows live.
+
 A row's host is where its adapter sends it: a push service's host:port, the
 channel's name for the rest (one platform API), the unit the engine shares an
 owner's tries by and pauses when it keeps timing out.
@@ -70,12 +77,13 @@ from askuser_app.delivery.channels.base import (
 from askuser_app.delivery.channels.chats.core import card, closed, prune_seen, session_url
 from askuser_app.delivery.engine import Outcome, Tried
 from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, Message, Preferences, Prompt, Session
-from askuser_app.runtime import caching
+from askuser_app.runtime import caching, presence
 from askuser_app.runtime.i18n import of_owner
 
 log = logging.getLogger("askuser")
 
 BACKOFF_CAP = 600.0
+IN_SIGHT = "not needed: a tab of the person was in sight"
 LIVE = (Delivery.State.TO_SEND, Delivery.State.TO_EDIT, Delivery.State.MAYBE_SENT)
 
 
@@ -366,9 +374,17 @@ class Messages:
             mine.update(state=Delivery.State.DROPPED, last_error="resolved before it was sent")
         elif row.state == Delivery.State.TO_SEND and _muted_since(row):
             mine.update(state=Delivery.State.DROPPED, last_error="its session was muted before it was sent")
+        elif row.state == Delivery.State.TO_SEND and self._needless(row):
+            mine.update(state=Delivery.State.DROPPED, last_error=IN_SIGHT)
         elif mine.update(attempts=row.attempts + 1, next_attempt_at=lease):
             return self._claimed(row, of_owner(row.owner_id))
         return None
+
+    @staticmethod
+    def _needless(row: Delivery) -> bool:
+        """A push (a prompt's or an agent's news) while a tab of its person is in sight: the page
+        shows it and notifies itself, so it is not sent, and staff see why (not as a failure)."""
+        return row.channel in channels.not_while_seen() and presence.in_sight(row.owner_id)
 
     def _claimed(self, row: Delivery, language: str) -> Claimed:
         """The try, its message rendered in the owner's language."""

@@ -40,6 +40,9 @@ ANSWER_SECONDS = Histogram(
     buckets=(5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600),
 )
 SOCKETS_OPEN = Gauge("askuser_sockets_open", "Live-update WebSockets open in this process.")
+SOCKETS_VISIBLE = Gauge(
+    "askuser_sockets_visible", "Live-update WebSockets in this process whose page says it is visible."
+)
 WAITS_PARKED = Gauge("askuser_waits_parked", "Agents' waits (long-polls, hooks) parked in this process.")
 
 

@@ -5,7 +5,9 @@
   compare-and-set, so any number of processes may run them at once and none
   does a thing twice. Every server process runs them: a prompt or a delivery
   committed in a process wakes that process's own loop at once, where a loop
-  in another process would see it only at its next recheck.
+  in another process would see it only at its next recheck. So does the loop
+  that renews the process's word that a person's tab is in sight
+  (``runtime/presence.py``): each process, for its own sockets.
 - **Once** (``once``): the chat apps' events fetched without a public URL
   (``delivery/channels/chats/polling.py``), one loop per bot. Telegram serves one
   ``getUpdates`` per bot at a time (a second consumer is refused with 409
@@ -29,12 +31,13 @@ import logging
 from askuser_app.delivery import channels, engine
 from askuser_app.delivery.channels.base import Polling
 from askuser_app.delivery.channels.chats import polling
+from askuser_app.runtime import presence
 from askuser_app.runtime.background import Loop
 from askuser_app.server import expiry
 
 log = logging.getLogger("askuser")
 
-ANYWHERE: tuple[Loop, ...] = (expiry.loop, engine.loop)
+ANYWHERE: tuple[Loop, ...] = (expiry.loop, engine.loop, presence.loop)
 
 
 def once() -> list[Loop]:

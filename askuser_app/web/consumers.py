@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from datetime import datetime
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.utils import translation
 
 from askuser_app.domain import contract
-from askuser_app.runtime import i18n, metrics, proxies
+from askuser_app.runtime import i18n, metrics, presence, proxies
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.realtime import session_group, user_group
 from askuser_app.web import socketauth, ui
@@ -28,6 +29,7 @@ CLOSE_NOT_FOUND = 4404
 # Past a cap; the handshake is accepted first so that the page can read the
 # code (a refused handshake looks like a dropped line, which pages retry).
 CLOSE_TOO_MANY = 4429
+MAX_SAYING = 64  # bytes of what a page sends: {"visible": false}
 
 Holder = tuple[str, Any]
 
@@ -92,11 +94,15 @@ class LiveConsumer(AsyncWebsocketConsumer):
     ``/ws/sessions/?only=waiting`` (every other page) only what waits for the person.
 
     Every page follows the person's group for the header's count of prompts
-    waiting (``ui.render_waiting``), sent again only when it changes."""
+    waiting (``ui.render_waiting``), sent again only when it changes. Every page
+    says whether it is visible: on connecting (``?visible=1``) and then in a
+    message, ``{"visible": true|false}``, each time that changes; the person's
+    tabs in sight make a push needless (``presence``)."""
 
     groups: list[str] = []
     held: list[Holder] = []
     opened = False
+    sighting: presence.Sighting | None = None
 
     async def connect(self) -> None:
         key = self.scope["url_route"]["kwargs"].get("key")
@@ -132,6 +138,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
             return
         # The user's group is known only now; what waits is read after joining it.
         await self.join(user_group(user.pk))
+        self.sighting = presence.Sighting(user.pk)
+        await self.sighting.says(self.query.get("visible") == ["1"])
         if self.session is None:
             state = await self.render(self.render_state)
         elif self.shown_waiting is not None:
@@ -187,6 +195,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         return True
 
     async def disconnect(self, code: int) -> None:
+        if self.sighting is not None:  # a closed tab is no longer in sight, at once
+            await self.sighting.closed()
         if self.held:
             metrics.SOCKETS_OPEN.dec()
         holdings.release(self.held)
@@ -194,7 +204,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.leave()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Browsers only listen; answers go through the HTTP forms."""
+        """A page says only whether it is visible; answers go through the HTTP forms, and
+        anything else is ignored."""
+        if self.sighting is None or text_data is None or len(text_data) > MAX_SAYING:
+            return
+        try:
+            said = json.loads(text_data)
+        except ValueError:
+            return
+        if isinstance(said, dict) and isinstance(said.get("visible"), bool):
+            await self.sighting.says(said["visible"])
 
     def heard(self, event: dict[str, Any]) -> str | None:
         """What an event is to this page: "session" for its own session's, "user"

@@ -1,7 +1,9 @@
 // askuser Control UI: what is waiting for the person, wherever askuser is open.
 // The tab title counts the person's pending prompts across their sessions, the
 // icon carries the count, and (once the person turns them on) each new prompt
-// shows one desktop notification, from one tab however many are open.
+// shows one desktop notification, from one tab however many are open. Each
+// page's socket tells the server whether the page is visible: a person with a
+// tab in sight gets no push (askuser_app/runtime/presence.py).
 // The server renders all of it on page load; this follows the socket's pushes
 // of #waiting (templates/askuser/partials/waiting.html).
 (function () {
@@ -37,6 +39,42 @@
     withState.searchParams.set("waiting", element.dataset.state || "");
     return createWebSocket(withState.toString());
   };
+
+  // --- whether this page is in sight -----------------------------------------------------
+
+  // The server pushes a new question to the person's devices only while none of their tabs
+  // is visible (a visible page shows it, and notifies, itself): each socket says whether
+  // its page is visible as it connects, and again whenever that changes.
+  function visible() {
+    return document.visibilityState === "visible";
+  }
+
+  var sockets = [];
+  var connectSeen = htmx.createWebSocket;
+  htmx.createWebSocket = function (url) {
+    var withSight = new URL(url, location.href);
+    withSight.searchParams.set("visible", visible() ? "1" : "0");
+    var socket = connectSeen(withSight.toString());
+    socket.told = visible();
+    sockets.push(socket);
+    socket.addEventListener("open", function () {
+      if (socket.told !== visible()) tell(socket); // changed while it connected
+    });
+    socket.addEventListener("close", function () {
+      sockets = sockets.filter(function (other) { return other !== socket; });
+    });
+    return socket;
+  };
+
+  function tell(socket) {
+    if (socket.readyState !== WebSocket.OPEN) return; // it says so as it opens
+    socket.told = visible();
+    socket.send(JSON.stringify({ visible: socket.told }));
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    sockets.forEach(tell);
+  });
 
   // --- the person's choice ------------------------------------------------------------
 
@@ -187,5 +225,12 @@
     showCount(element);
   }
   showState();
-  window.askuserNotify = { state: state };
+  window.askuserNotify = {
+    state: state,
+    // What each open socket last told the server: true while its page is visible.
+    told: function () {
+      return sockets.filter(function (socket) { return socket.readyState === WebSocket.OPEN; })
+        .map(function (socket) { return socket.told; });
+    },
+  };
 })();

@@ -50,6 +50,7 @@ def server(server_env, push_service):
         "SSL_CERT_FILE": str(push_service.certificate),
         "ASKUSER_PUSH_ALLOW_PRIVATE": "1",
         "ASKUSER_CHAT_RETRY_BASE": "0.05",
+        "ASKUSER_PUSH_GRACE": "0",  # pushed at once: these tests follow the push, not the grace
     }
     daphne = DaphneServer(env)
     daphne.env["ASKUSER_PUBLIC_URL"] = daphne.url

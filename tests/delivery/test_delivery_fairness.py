@@ -127,6 +127,7 @@ async def test_one_users_silent_push_devices_do_not_delay_another_users_telegram
     other_user,
 ):
     settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the silent push service is on 127.0.0.1
+    settings.ASKUSER_PUSH_GRACE = 0  # pushed at once
     settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_API_URL = BOT, fake_api.url
     fake_api.route("POST", f"/bot{BOT}/sendMessage", sent_message)
     silent = Silent(["127.0.0.1"])
@@ -323,6 +324,7 @@ def test_within_an_owner_each_host_takes_at_most_two_attempts_in_turn(settings, 
 @pytest.mark.django_db
 def test_a_push_service_that_keeps_timing_out_pauses_and_its_first_answer_ends_the_pause(settings, agent, owner):
     settings.ASKUSER_PUSH_ALLOW_PRIVATE = True
+    settings.ASKUSER_PUSH_GRACE = 0  # pushed at once
     devices(owner, [f"https://slow.example/p/{n}" for n in range(3)] + ["https://fast.example/p/1"])
     services.ask(agent, contract.parse_create(payload()))
     claimed = engine.claim_due()

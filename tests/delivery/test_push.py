@@ -11,28 +11,44 @@ import datetime
 import json
 import os
 import stat
-from collections.abc import Iterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx
 import jwt
 import pytest
+import redis
 from asgiref.sync import async_to_sync
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
+from django.utils import timezone
 
 from askuser_app.delivery import channels, engine
 from askuser_app.delivery.channels.base import Temporary
 from askuser_app.delivery.channels.push import adapter as push
 from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Delivery, DeliveryAttempt, Prompt, PushSubscription
-from askuser_app.runtime import datadir
+from askuser_app.runtime import datadir, presence
 from askuser_app.runtime.asyncdb import database_call
 from tests import pushfake
-from tests.conftest import EXTRAS, QUESTION, asgi_request, auth, payload, until_async
+from tests.conftest import (
+    DEADLINE,
+    EXTRAS,
+    QUESTION,
+    SCALED,
+    SCALED_REASON,
+    asgi_request,
+    auth,
+    connect,
+    payload,
+    until_async,
+)
 from tests.dnsfake import FakeDNS
 from tests.pushfake import REBINDING, Browser, PushService, Received, b64url, serving
+from tests.servers import DaphneServer
 from tests.threads import requests_thread_held
 
 CHROME_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
@@ -46,6 +62,7 @@ def push_service(tmp_path, monkeypatch, settings) -> Iterator[PushService]:
         settings.ASKUSER_PUSH_ALLOW_PRIVATE = True  # the push service is on 127.0.0.1 here
         settings.ASKUSER_PUBLIC_URL = "https://askuser.example.com"
         settings.ASKUSER_CHAT_RETRY_BASE = 0.05
+        settings.ASKUSER_PUSH_GRACE = 0  # pushed at once, unless a test waits for the grace
         yield service
 
 
@@ -652,6 +669,45 @@ def test_with_push_turned_off_the_routes_say_so(owner, settings):
 
 
 @pytest.mark.django_db
+def test_a_person_chooses_how_long_a_new_question_waits_before_it_is_pushed(owner, agent, settings):
+    settings.ASKUSER_PUSH_GRACE = 20
+    client = browser_for(owner)
+    shown = client.get("/settings/").content.decode()
+    assert '<option value="20" selected>After 20 seconds</option>' in shown
+    assert '<option value="0">At once</option>' in shown and "After 5 minutes" in shown
+
+    saved = client.post("/settings/push/grace", {"push_grace": "0"}, headers={"HX-Request": "true"})
+
+    text = saved.content.decode()
+    assert saved.status_code == 200 and text.startswith('<section class="card push-settings" id="push-settings"')
+    assert '<option value="0" selected>At once</option>' in text and "Saved." in text
+    prompt = services.ask(agent, contract.parse_create(payload())).prompt
+    subscribed(owner, Browser("https://push.example.com/laptop"))
+    [due_now] = push.adapter.recipients(prompt)
+    assert due_now.after == datetime.timedelta(0)
+
+
+@pytest.mark.parametrize("bad", ["", "7", "-1", "twenty", "١٠"])
+@pytest.mark.django_db
+def test_a_grace_not_offered_is_refused_and_nothing_changes(owner, bad):
+    prefs.choose_push_grace(owner, 60)
+
+    refused = browser_for(owner).post("/settings/push/grace", {"push_grace": bad}, headers={"HX-Request": "true"})
+
+    assert refused.status_code == 422 and "Choose one of the times listed." in refused.content.decode()
+    assert prefs.of(owner).push_grace == 60
+
+
+@pytest.mark.django_db
+def test_without_javascript_the_grace_is_saved_through_the_page(owner):
+    response = browser_for(owner).post("/settings/push/grace", {"push_grace": "120"}, follow=True)
+
+    assert "Notification settings saved." in response.content.decode()
+    assert '<option value="120" selected>After 2 minutes</option>' in response.content.decode()
+    assert prefs.push_grace(prefs.of(owner).push_grace) == datetime.timedelta(minutes=2)
+
+
+@pytest.mark.django_db
 def test_the_key_route_gives_the_public_key_to_pages_other_than_settings(owner):
     assert browser_for(owner).get("/settings/push/key").json() == {"public_key": push.public_key()}
 
@@ -755,3 +811,223 @@ async def test_a_finished_agent_is_not_pushed_unless_the_person_chose_it(push_se
     await agent_finished(agent, owner, chosen=False)
 
     assert await database_call(Delivery.objects.count)() == 0
+
+
+# --- only when needed: after the person's grace, and never while a tab of theirs is in sight ---------
+
+
+@pytest.fixture
+async def tabs() -> AsyncIterator[list[Any]]:
+    """The Control UI's sockets a test opens (``tab``), each closed afterwards."""
+    opened: list[Any] = []
+    yield opened
+    for socket in opened:
+        await socket.disconnect()
+
+
+async def tab(tabs: list[Any], user: Any, *, visible: bool) -> Any:
+    """A page of ``user``'s open on any page (its socket), saying whether it is visible, as notify.js does."""
+    socket = await connect(f"/ws/sessions/?only=waiting&visible={int(visible)}&lang=en", user)
+    connected, _ = await socket.connect(timeout=DEADLINE)
+    assert connected
+    tabs.append(socket)
+    return socket
+
+
+async def says(socket: Any, user: Any, *, visible: bool) -> None:
+    """The page becomes visible or hidden, and the server has heard it."""
+    await socket.send_to(text_data=json.dumps({"visible": visible}))
+    await until_async(lambda: True if presence.in_sight(user.pk) == visible else None)
+
+
+async def push_due_now(prompt: Prompt) -> None:
+    """The grace is over: the engine's clock, moved on as the engine's tests move it."""
+    await database_call(Delivery.objects.filter(prompt=prompt, channel="push").update)(next_attempt_at=timezone.now())
+    engine.ensure_running()
+    engine.wake()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_new_prompt_is_pushed_only_once_the_persons_grace_is_over(push_service, agent, owner, settings):
+    settings.ASKUSER_PUSH_GRACE = 20
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+
+    prompt = await ask(agent)
+
+    row = await row_of(prompt, "to_send")
+    waits = row.next_attempt_at - prompt.created_at
+    assert waits == pytest.approx(datetime.timedelta(seconds=20), abs=datetime.timedelta(seconds=1))
+    assert await database_call(engine.claim_due)(8) == []  # not due yet
+    await push_due_now(prompt)
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["tag"] == f"askuser-{prompt.pk}"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_prompt_answered_within_the_grace_is_never_pushed(push_service, agent, owner, settings):
+    settings.ASKUSER_PUSH_GRACE = 20
+    await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
+    prompt = await ask(agent)
+
+    await database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+
+    await row_of(prompt, "dropped")
+    await push_due_now(prompt)
+    assert await database_call(engine.claim_due)(8) == []
+    assert push_service.received == []
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_person_who_chose_at_once_is_pushed_at_once_whatever_the_servers_grace(
+    push_service, agent, owner, settings
+):
+    settings.ASKUSER_PUSH_GRACE = 300
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    await database_call(prefs.choose_push_grace)(owner, 0)
+
+    prompt = await ask(agent)
+    engine.ensure_running()
+
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["tag"] == f"askuser-{prompt.pk}"
+    row = await row_of(prompt, "sent")
+    assert row.next_attempt_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_with_a_tab_in_sight_the_push_is_not_sent_and_staff_see_why(push_service, agent, owner, tabs, settings):
+    settings.ASKUSER_PUSH_GRACE = 20
+    await database_call(subscribed)(owner, Browser(push_service.endpoint("laptop")))
+    await tab(tabs, owner, visible=True)
+    prompt = await ask(agent)
+
+    await push_due_now(prompt)
+
+    row = await row_of(prompt, "dropped")
+    assert row.last_error == "not needed: a tab of the person was in sight" and row.attempts == 0
+    assert push_service.received == []
+    assert not await database_call(DeliveryAttempt.objects.exists)()  # no failed attempt either
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_tab_that_is_hidden_or_closed_no_longer_keeps_the_push_back(push_service, agent, owner, tabs):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    front = await tab(tabs, owner, visible=True)
+    behind = await tab(tabs, owner, visible=False)
+
+    await says(front, owner, visible=False)
+    first = await ask(agent)
+    engine.ensure_running()
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["tag"] == f"askuser-{first.pk}"
+
+    await says(behind, owner, visible=True)
+    await database_call(services.skip_all)(first, by=owner, surface="web")
+    second = await database_call(services.ask)(agent, contract.parse_create(payload(session="s2")))
+    await row_of(second.prompt, "dropped")
+
+    await behind.disconnect()  # closed: it stops counting at once
+    tabs.remove(behind)
+    assert not presence.in_sight(owner.pk)
+    await database_call(services.skip_all)(second.prompt, by=owner, surface="web")
+    third = await database_call(services.ask)(agent, contract.parse_create(payload(session="s3")))
+    await row_of(third.prompt, "sent")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_another_persons_tab_in_sight_does_not_keep_back_my_push(push_service, agent, owner, other_user, tabs):
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    await tab(tabs, other_user, visible=True)
+
+    prompt = await ask(agent)
+    engine.ensure_running()
+
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["tag"] == f"askuser-{prompt.pk}"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_agents_news_is_pushed_at_once_but_not_while_a_tab_is_in_sight(
+    push_service, agent, owner, tabs, settings
+):
+    settings.ASKUSER_PUSH_GRACE = 300  # news has no grace: nothing answers it meanwhile
+    laptop = Browser(push_service.endpoint("laptop"))
+    await database_call(subscribed)(owner, laptop)
+    shown = await tab(tabs, owner, visible=True)
+
+    await database_call(services.post_agent_note)(agent, "cc-job", "Claude Code is waiting", tell="waiting")
+    engine.ensure_running()
+    dropped = await until_async(lambda: Delivery.objects.filter(prompt=None, state="dropped").first())
+    assert dropped.last_error == "not needed: a tab of the person was in sight"
+
+    await says(shown, owner, visible=False)
+    await database_call(services.post_agent_note)(agent, "cc-job", "Claude Code finished", tell="waiting")
+    [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+    assert laptop.read(received.body)["body"] == "Claude Code finished"
+    assert push_service.received == [received]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_page_that_says_something_else_changes_nothing(push_service, agent, owner, tabs):
+    socket = await tab(tabs, owner, visible=False)
+    for said in ("hello", json.dumps({"visible": "yes"}), json.dumps([True]), json.dumps({"visible": True}) + " " * 64):
+        await socket.send_to(text_data=said)
+    await socket.send_to(bytes_data=b'{"visible": true}')
+    assert await socket.receive_nothing()
+
+    assert not presence.in_sight(owner.pk)
+
+
+@pytest.mark.scaled
+@pytest.mark.live
+@pytest.mark.skipif(not SCALED, reason=SCALED_REASON)
+@pytest.mark.django_db(transaction=True)
+async def test_a_tab_in_sight_in_one_process_keeps_back_the_push_of_another_until_its_word_runs_out(
+    push_service, server_env, agent, token, owner, tabs, monkeypatch, settings
+):
+    """The scaled mode: this process holds the page's socket, a Daphne process beside it sends
+    the pushes, and what they share is Redis. A process that stops renewing its word (killed)
+    keeps nobody "in sight" once the word runs out."""
+    env = {
+        **server_env,
+        "SSL_CERT_FILE": os.environ["SSL_CERT_FILE"],
+        "ASKUSER_PUSH_ALLOW_PRIVATE": "1",
+        "ASKUSER_PUSH_GRACE": "0",
+        "ASKUSER_PUBLIC_URL": "https://askuser.example.com",
+    }
+    sender = DaphneServer(env)
+    await asyncio.to_thread(sender.start)
+    try:
+        laptop = Browser(push_service.endpoint("laptop"))
+        await database_call(subscribed)(owner, laptop)
+        shown = await tab(tabs, owner, visible=True)
+
+        async def asked(session: str) -> Prompt:
+            created = await asyncio.to_thread(
+                httpx.post, f"{sender.url}/api/v1/prompts", json=payload(session=session), headers=auth(token)
+            )
+            assert created.status_code == 201, created.text
+            return await database_call(Prompt.objects.get)(pk=created.json()["id"])
+
+        kept_back = await row_of(await asked("s1"), "dropped")
+        assert kept_back.last_error == "not needed: a tab of the person was in sight"
+
+        await says(shown, owner, visible=False)
+        second = await asked("s2")
+        [received] = await asyncio.to_thread(push_service.wait_for, "laptop")
+        assert laptop.read(received.body)["tag"] == f"askuser-{second.pk}"
+
+        monkeypatch.setattr(presence, "LASTS", 0.5)  # and no loop renews it here: as if killed
+        await says(shown, owner, visible=True)
+        key = f"{settings.REDIS_PREFIX}:presence:{owner.pk}"
+        with redis.Redis.from_url(settings.REDIS_URL) as server:
+            await until_async(lambda: True if server.zcount(key, f"({time.time()}", "+inf") == 0 else None)
+        third = await asked("s3")
+        [_, received] = await asyncio.to_thread(push_service.wait_for, "laptop", 2)
+        assert laptop.read(received.body)["tag"] == f"askuser-{third.pk}"
+    finally:
+        await asyncio.to_thread(sender.stop)

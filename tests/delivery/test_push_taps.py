@@ -38,6 +38,13 @@ PLAN = {
 }
 
 
+@pytest.fixture(autouse=True)
+def pushed_at_once(settings):
+    """The taps follow a push that is due at once, not after the person's grace period."""
+    settings.ASKUSER_PUSH_GRACE = 0
+
+
+
 def device(user: Any, name: str = "phone") -> PushSubscription:
     return PushSubscription.objects.create(
         user=user, endpoint=f"https://push.example.com/{name}", p256dh="k", auth="a", device="Chrome on Android"

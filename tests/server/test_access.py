@@ -194,6 +194,8 @@ HTTP_RULES = [
     ("push/answer", "POST", "/push/answer", {"body": {"token": "forged"}}, expect(400)),
     ("push/answer", "GET", "/push/answer", {}, expect(405)),
     ("push/mute", "POST", "/push/mute", {"body": {"token": "forged"}}, expect(400)),
+    # How long a new question waits before it is pushed: the person's own choice; back to the page, or to the login.
+    ("settings/push/grace", "POST", "/settings/push/grace", {"form": {"push_grace": "0"}}, expect(302)),
     # Public, like the static files: the service worker's script holds nothing of anyone's.
     ("sw.js", "GET", "/sw.js", {}, expect(200)),
     # A chat app's endpoint answers only while the app is set up (tests/delivery/test_chat_*.py).

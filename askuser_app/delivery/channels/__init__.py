@@ -72,6 +72,10 @@ class Folder:
     # A session its person muted (``Session.muted_at``) sends nothing through it: notifications
     # that would ring a device. A chat's messages and mail are kept, as the page is.
     heeds_mute: bool = False
+    # Its messages are needless while one of the person's tabs is in sight (Web Push: the page
+    # shows and notifies the question itself): the engine does not send them then
+    # (``runtime.presence``), and records why.
+    not_while_seen: bool = False
 
 
 @functools.cache
@@ -106,6 +110,12 @@ def chat_apps() -> tuple[str, ...]:
 def notifiers() -> tuple[str, ...]:
     """The channels that name their own recipients, in order."""
     return tuple(name for name, folder in folders().items() if not folder.links)
+
+
+@functools.cache
+def not_while_seen() -> tuple[str, ...]:
+    """The channels whose messages are not sent while one of the person's tabs is in sight."""
+    return tuple(name for name, folder in folders().items() if folder.not_while_seen)
 
 
 def adapter(name: str) -> Adapter:
@@ -168,7 +178,7 @@ def mutable() -> bool:
 
 def watched() -> list[str]:
     """The models whose changes change whom some channel reaches."""
-    return [model for folder in folders().values() for model in folder.watches]
+    return list(dict.fromkeys(model for folder in folders().values() for model in folder.watches))
 
 
 def when_ready() -> None:

@@ -26,10 +26,13 @@ folder = Folder(
         "ASKUSER_VAPID_SUBJECT",
         "ASKUSER_PUSH_ALLOW_PRIVATE",
         "ASKUSER_MAX_PUSH_DEVICES",
+        "ASKUSER_PUSH_GRACE",
     ),
     surface=gettext_noop("from a notification"),  # a notification's button answered
     section=1,
     heeds_mute=True,
-    watches=("askuser_app.PushSubscription",),  # the person's devices
+    # The person's devices, and how long their prompts wait before a push.
+    watches=("askuser_app.PushSubscription", "askuser_app.Preferences"),
+    not_while_seen=True,  # the page notifies itself
     when_ready=make_key,
 )

@@ -56,7 +56,7 @@ from pywebpush import WebPusher
 from askuser_app.delivery import egress, engine
 from askuser_app.delivery.channels import links
 from askuser_app.delivery.channels.base import Card, Closed, News, Permanent, Recipient, Ref, Temporary
-from askuser_app.domain import addresses, services
+from askuser_app.domain import addresses, prefs, services
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import Prompt, PushSubscription
 from askuser_app.runtime import datadir
@@ -538,8 +538,12 @@ class PushAdapter:
         return bool(settings.ASKUSER_PUSH)
 
     def recipients(self, prompt: Prompt) -> list[Recipient]:
-        # On every create: one indexed read, nothing more when the owner has no device.
-        return self.reaches(prompt.session.owner_id)
+        """Each of the owner's devices, once the grace they chose has passed (``prefs.push_grace``):
+        a prompt answered meanwhile is not pushed, nor one whose person has a tab in sight then."""
+        # On every create: one indexed read (their choice joined), nothing more when the owner has no device.
+        owned = PushSubscription.objects.filter(user_id=prompt.session.owner_id)
+        found = owned.values_list("pk", "endpoint", "user__preferences__push_grace")
+        return [Recipient(str(pk), prefs.push_grace(grace), host_of(endpoint)) for pk, endpoint, grace in found]
 
     def reaches(self, owner_id: int) -> list[Recipient]:
         owned = PushSubscription.objects.filter(user_id=owner_id)

@@ -13,6 +13,7 @@ urlpatterns = [
     path("settings/push/unsubscribe", views.unsubscribe, name="push_unsubscribe"),
     path("settings/push/remove", views.remove, name="push_remove"),
     path("settings/push/test", views.test, name="push_test"),
+    path("settings/push/grace", views.grace, name="push_grace"),
     path("sw.js", views.service_worker, name="service_worker"),
     path("push/answer", views.answer, name="push_answer"),
     path("push/mute", views.mute, name="push_mute"),

@@ -1,5 +1,5 @@
 """``/sw.js``, ``/push/…`` and ``/settings/push/…``: the service worker, its buttons' taps, and
-this person's devices for Web Push.
+this person's devices for Web Push and how long a new question waits before it is pushed to them.
 
 The browser's side (``static/askuser/push.js``) posts JSON with the CSRF token
 in a header; the list's Remove and the test button are plain forms, which
@@ -29,6 +29,7 @@ from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -36,27 +37,50 @@ from django.views.decorators.http import require_GET, require_POST
 from askuser_app.delivery.channels import links
 from askuser_app.delivery.channels.chats.core import outcome
 from askuser_app.delivery.channels.push import adapter as push
-from askuser_app.domain import services
+from askuser_app.domain import prefs, services
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import PushSubscription
 from askuser_app.runtime import i18n
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
     from askuser_app.runtime.http import LoggedInRequest
 
 MAX_SUBSCRIPTION = 8 * 1024  # an endpoint of at most 2 KiB and two short keys
 
 
-def section(request: LoggedInRequest, tried: list[push.Tried] | None = None) -> dict[str, Any]:
-    """What ``askuser/settings/push.html`` shows: whether push is on here, the devices, a test's results."""
+def section(request: LoggedInRequest, tried: list[push.Tried] | None = None, **grace: Any) -> dict[str, Any]:
+    """What ``askuser/settings/push.html`` shows: whether push is on here, the devices, how long a
+    new question waits before it is pushed, a test's results."""
     on = push.adapter.configured()
     devices = list(PushSubscription.objects.filter(user=request.user)) if on else []
-    return {"on": on, "public_key": push.public_key() if on else "", "devices": devices, "tried": tried}
+    shown = {"on": on, "public_key": push.public_key() if on else "", "devices": devices, "tried": tried}
+    return shown | grace_choice(request.user, **grace)
 
 
-def _partial(request: LoggedInRequest, tried: list[push.Tried] | None = None) -> HttpResponse:
-    shown = {"push": section(request, tried)}
-    return HttpResponse(render_to_string("askuser/settings/push.html", shown, request=request))
+def grace_label(seconds: int) -> str:
+    if not seconds:
+        return _("At once")
+    if seconds % 60:
+        return ngettext("After %(seconds)s second", "After %(seconds)s seconds", seconds) % {"seconds": seconds}
+    minutes = seconds // 60
+    return ngettext("After %(minutes)s minute", "After %(minutes)s minutes", minutes) % {"minutes": minutes}
+
+
+def grace_choice(user: User, *, error: str = "", saved: bool = False) -> dict[str, Any]:
+    """The person's grace as the select shows it: chosen, else the server's default."""
+    chosen = prefs.of(user).push_grace
+    seconds = round(prefs.push_grace(chosen).total_seconds())
+    choices = [(choice, grace_label(choice)) for choice in prefs.push_grace_choices()]
+    return {"grace": seconds, "grace_choices": choices, "grace_error": error, "grace_saved": saved}
+
+
+def _partial(
+    request: LoggedInRequest, tried: list[push.Tried] | None = None, status: int = 200, **grace: Any
+) -> HttpResponse:
+    shown = {"push": section(request, tried, **grace)}
+    return HttpResponse(render_to_string("askuser/settings/push.html", shown, request=request), status=status)
 
 
 def _refused(message: str, status: int = 400) -> JsonResponse:
@@ -236,3 +260,22 @@ def mute(request: HttpRequest) -> JsonResponse:
         if not services.mute_session(prompt.session, by=owner):
             return _tapped(409, _("%(session)s is muted already.") % named)
         return _tapped(200, _("No more notifications from %(session)s. Its page unmutes it.") % named)
+
+
+@login_required
+@require_POST
+def grace(request: LoggedInRequest) -> HttpResponse:
+    """Save how long a new question waits before it is pushed (0: at once); within that time an
+    answer, or a tab of the person's in sight, means no push."""
+    seconds = ascii_int(request.POST.get("push_grace"))
+    if seconds is None or seconds not in prefs.push_grace_choices():
+        error = _("Choose one of the times listed.")
+        if request.htmx:
+            return _partial(request, status=422, error=error)
+        messages.error(request, error)
+        return redirect("settings")
+    prefs.choose_push_grace(request.user, seconds)
+    if request.htmx:
+        return _partial(request, saved=True)
+    messages.success(request, _("Notification settings saved."))
+    return redirect("settings")
