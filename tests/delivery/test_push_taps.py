@@ -44,7 +44,6 @@ def pushed_at_once(settings):
     settings.ASKUSER_PUSH_GRACE = 0
 
 
-
 def device(user: Any, name: str = "phone") -> PushSubscription:
     return PushSubscription.objects.create(
         user=user, endpoint=f"https://push.example.com/{name}", p256dh="k", auth="a", device="Chrome on Android"
