@@ -229,7 +229,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a short smoke run (a few minutes)")
     parser.add_argument("--out", type=Path, help="where to write the report (a full run: docs/PERFORMANCE.md)")
+    parser.add_argument(
+        "--compare", action="store_true", help="only create throughput beside awaithumans and the trivial app"
+    )
     args = parser.parse_args()
+    if args.compare:
+        from . import compare
+
+        return compare.run(10, 2)
     plan = QUICK if args.quick else FULL
     started = time.monotonic()
     for signum in (signal.SIGINT, signal.SIGTERM):
