@@ -2,7 +2,8 @@
 throughput side by side in one run: askuser (SQLite, embedded default),
 awaithumans 0.1.12's own ``awaithumans dev`` server, and the trivial ASGI app on
 Daphne as the floor. 16 clients, one question per prompt, 10 s each, every
-server measured ``--rounds`` times in turn; prints, writes nothing.
+server measured ``--rounds`` times in turn; prints, writes nothing. Errors are
+counted by HTTP status, 0 for a connection the server reset.
 
 awaithumans is not a dependency: it is run from a virtualenv of its own,
 ``AWAITHUMANS_VENV`` (default /tmp/awaithumans-venv), made with
@@ -125,7 +126,7 @@ def line(label: str, created: int, rate: float, lat: Latency, cpu: float | None,
     per = f", server CPU {1000 * cpu / max(created, 1):.2f} ms per create" if cpu is not None else ""
     return (
         f"{label}: {CLIENTS} clients {rate:.0f}/s, p50 {lat.p50:.1f} ms, p99 {lat.p99:.1f} ms{per}, "
-        f"errors {errors or 'none'} (0: connection reset)"
+        f"errors {errors or 'none'}"
     )
 
 
