@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import servers
-from .client import Http, build_request
+from . import servers, throughput
+from .client import build_request
 from .create import cpu_seconds
 from .floors import http_throughput
 from .payload import agent_headers
-from .stats import Latency, latency
+from .stats import Latency
 
 CLIENTS = 16
 AWAITHUMANS_TOKEN = "bench-admin-token"
@@ -71,34 +69,8 @@ async def creates(
     port: int, token: str, seconds: float, tag: str, make: Callable[[int, str, str], bytes]
 ) -> tuple[int, float, Latency, dict[int, int]]:
     """``CLIENTS`` agents on keep-alive connections, each creating as fast as it can."""
-    connections = [await Http.open(port) for _ in range(CLIENTS)]
-    numbers = itertools.count()
-    times: list[float] = []
-    errors: dict[int, int] = {}
-    end = time.perf_counter() + seconds
-
-    async def agent(http: Http) -> None:
-        while time.perf_counter() < end:
-            raw = make(port, token, f"{tag}-{next(numbers)}")
-            start = time.perf_counter()
-            try:
-                response = await http.send_raw(raw)
-            except (ConnectionError, asyncio.IncompleteReadError):  # counted, on a new connection
-                errors[0] = errors.get(0, 0) + 1
-                http.close()
-                http = await Http.open(port)
-                continue
-            if response.status == 201:
-                times.append(time.perf_counter() - start)
-            else:
-                errors[response.status] = errors.get(response.status, 0) + 1
-
-    began = time.perf_counter()
-    await asyncio.gather(*(agent(c) for c in connections))
-    elapsed = time.perf_counter() - began
-    for http in connections:
-        http.close()  # the first ones; a reopened connection closes with the process
-    return len(times), len(times) / elapsed, latency(times), errors
+    measured = await throughput.run(port, token, CLIENTS, seconds, tag, make)
+    return measured.created, measured.per_second, measured.latency, measured.errors
 
 
 class Awaithumans(servers.Server):

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .client import Http, build_request
@@ -29,9 +30,18 @@ def create_request(port: int, token: str, session: str) -> bytes:
     )
 
 
-async def run(port: int, token: str, clients: int, seconds: float, tag: str) -> Throughput:
+async def run(
+    port: int,
+    token: str,
+    clients: int,
+    seconds: float,
+    tag: str,
+    make: Callable[[int, str, str], bytes] = create_request,
+) -> Throughput:
     """``clients`` agents, each on its own connection and creating in a fresh
-    session every time (a session holds one pending prompt)."""
+    session every time (a session holds one pending prompt); ``make`` writes
+    each request (another server's create, for bench.compare). A connection the
+    server resets is counted as error 0 and opened again."""
     connections = [await Http.open(port) for _ in range(clients)]
     numbers = itertools.count()
     times: list[float] = []
@@ -40,9 +50,15 @@ async def run(port: int, token: str, clients: int, seconds: float, tag: str) -> 
 
     async def agent(http: Http) -> None:
         while time.perf_counter() < end:
-            raw = create_request(port, token, f"{tag}-{next(numbers)}")
+            raw = make(port, token, f"{tag}-{next(numbers)}")
             start = time.perf_counter()
-            response = await http.send_raw(raw)
+            try:
+                response = await http.send_raw(raw)
+            except (ConnectionError, asyncio.IncompleteReadError):  # counted, on a new connection
+                errors[0] = errors.get(0, 0) + 1
+                http.close()
+                http = await Http.open(port)
+                continue
             if response.status == 201:
                 times.append(time.perf_counter() - start)
             else:
@@ -52,7 +68,7 @@ async def run(port: int, token: str, clients: int, seconds: float, tag: str) -> 
     await asyncio.gather(*(agent(c) for c in connections))
     elapsed = time.perf_counter() - began
     for http in connections:
-        http.close()
+        http.close()  # the first ones; a reopened connection closes with the process
     return Throughput(clients, len(times), len(times) / elapsed, latency(times), errors)
 
 
