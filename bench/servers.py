@@ -131,10 +131,11 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(env["ASKUSER_DATA_DIR"]) / f"daphne-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.cwd = ROOT  # where it runs: another server may write files where it starts
 
     def start(self) -> Server:
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         if self not in _running:  # started again after a kill
             _running.append(self)
         deadline = time.monotonic() + 30
