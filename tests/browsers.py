@@ -9,8 +9,10 @@ is a logged-in person with the Control UI open, ``agent_api`` an agent over HTTP
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,18 @@ def playwright() -> Iterator[Any]:
             yield driver
     finally:
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+@contextlib.contextmanager
+def profile_on_disk(playwright, server, *args: str) -> Iterator[Any]:
+    """A chromium with a profile in a folder of its own, not off the record as a Playwright context
+    is: chromium neither subscribes to push nor installs an app from an off-the-record context."""
+    with tempfile.TemporaryDirectory() as folder:
+        context = playwright.chromium.launch_persistent_context(
+            folder, executable_path=CHROMIUM, args=[*ARGS, *args], base_url=server.url
+        )
+        yield context
+        context.close()
 
 
 @pytest.fixture(scope="module")

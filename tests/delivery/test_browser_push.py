@@ -19,7 +19,6 @@ would, to the real service worker through ``ServiceWorker.deliverPushMessage``."
 from __future__ import annotations
 
 import json
-import tempfile
 
 import pytest
 from django.test import Client
@@ -28,7 +27,7 @@ from askuser_app.delivery.channels.chats.core import card
 from askuser_app.delivery.channels.push import adapter as push
 from askuser_app.models import Prompt, PushSubscription
 from tests import pushfake
-from tests.browsers import ARGS, CHROMIUM, MARKS, WAIT_MS
+from tests.browsers import MARKS, WAIT_MS, profile_on_disk
 from tests.conftest import QUESTION
 from tests.servers import DaphneServer
 
@@ -63,15 +62,8 @@ def server(server_env, push_service):
 def profile(playwright, server):
     """A browser with a profile on disk: Chrome refuses push subscriptions in an off-the-record
     context ("Registration failed - permission denied"), which is what a Playwright context is."""
-    with tempfile.TemporaryDirectory() as folder:
-        context = playwright.chromium.launch_persistent_context(
-            folder,
-            executable_path=CHROMIUM,
-            args=[*ARGS, "--disable-features=NativeNotifications,SystemNotifications"],
-            base_url=server.url,
-        )
+    with profile_on_disk(playwright, server, "--disable-features=NativeNotifications,SystemNotifications") as context:
         yield context
-        context.close()
 
 
 @pytest.fixture

@@ -5,11 +5,9 @@ on an iPhone."""
 
 from __future__ import annotations
 
-import tempfile
-
 import pytest
 
-from tests.browsers import ARGS, CHROMIUM, MARKS, WAIT_MS
+from tests.browsers import MARKS, WAIT_MS, profile_on_disk
 from tests.conftest import log_in
 
 pytestmark = MARKS
@@ -25,15 +23,8 @@ def installer(playwright, server):
     """A chromium with a profile on disk (chromium installs nothing from an off-the-record context,
     which a Playwright context is: "in-incognito"), that offers its install dialog at once: a real
     person's browser waits until they have used the site a while (the engagement check)."""
-    with tempfile.TemporaryDirectory() as folder:
-        context = playwright.chromium.launch_persistent_context(
-            folder,
-            executable_path=CHROMIUM,
-            args=[*ARGS, "--bypass-app-banner-engagement-checks"],
-            base_url=server.url,
-        )
+    with profile_on_disk(playwright, server, "--bypass-app-banner-engagement-checks") as context:
         yield context
-        context.close()
 
 
 def opened(browser, server, owner, path: str, **options):
