@@ -135,7 +135,9 @@ class Server:
 
     def start(self) -> Server:
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                self.command, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
         if self not in _running:  # started again after a kill
             _running.append(self)
         deadline = time.monotonic() + 30
