@@ -38,11 +38,12 @@ class World:
         expired = lambda: Prompt.objects.filter(pk=self.overdue.pk, reason="expired").exists()  # noqa: E731
         until_sync(expired)
         assert self.receiver.arrived.wait(10), output()
-        [(_headers, body)] = self.receiver.requests
-        assert json.loads(body)["id"] == str(self.overdue.pk)
+        # At least once (a slow answer under load is retried, as webhooks promise): each is the expiry.
+        assert {json.loads(body)["id"] for _headers, body in self.receiver.requests} == {str(self.overdue.pk)}
 
-        [card] = self.telegram.wait_for("sendMessage")
-        rows = card.field("reply_markup")["inline_keyboard"]
+        # The tapped prompt's card (the overdue one's may have gone out before it expired).
+        cards = self.telegram.wait_for("sendMessage")
+        rows = [row for card in cards for row in (card.field("reply_markup") or {}).get("inline_keyboard", [])]
         data = next(str(b["callback_data"]) for row in rows for b in row if b["text"] == "Production")
         self.telegram.deliver(tap(data))
         answered = Prompt.objects.filter(pk=self.tapped.pk, status="answered", surface="telegram")
