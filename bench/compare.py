@@ -26,17 +26,12 @@ from . import servers, throughput
 from .client import build_request
 from .create import cpu_seconds
 from .floors import http_throughput
-from .payload import agent_headers
+from .payload import QUESTIONS, agent_headers
 from .stats import Latency
 
 CLIENTS = 16
 AWAITHUMANS_TOKEN = "bench-admin-token"
-QUESTION = {
-    "id": "deploy_target",
-    "header": "Deploy",
-    "question": "Where should this release go first?",
-    "options": [{"label": "Staging (Recommended)", "description": "Safe, reversible"}, {"label": "Production"}],
-}
+QUESTION = QUESTIONS[0]  # one question per prompt: the benchmark's first
 
 
 def askuser_request(port: int, token: str, n: str) -> bytes:
