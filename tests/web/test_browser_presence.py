@@ -17,10 +17,9 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from django.test import Client
 
 from askuser_app.models import Delivery, DeliveryAttempt, PushSubscription
-from tests.browsers import MARKS, WAIT_MS
+from tests.browsers import MARKS, WAIT_MS, Human
 from tests.conftest import auth, payload, until_sync
 from tests.servers import DaphneServer, free_port
 
@@ -69,10 +68,7 @@ def push_of(session: str) -> Delivery | None:
 
 def test_a_page_in_sight_keeps_the_push_back_and_once_hidden_no_longer(chromium, pushing, owner, token):
     device(owner)
-    client = Client()
-    client.force_login(owner)
-    context = chromium.new_context(base_url=pushing.url)
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": pushing.url}])
+    context = Human(chromium, pushing, owner).context
     page = context.new_page()
     try:
         page.goto("/settings/")
@@ -105,10 +101,7 @@ SHOW = """() => {
 
 def test_a_page_hidden_as_it_opens_says_so_on_connecting_and_again_once_in_sight(chromium, pushing, owner, token):
     device(owner)
-    client = Client()
-    client.force_login(owner)
-    context = chromium.new_context(base_url=pushing.url)
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": pushing.url}])
+    context = Human(chromium, pushing, owner).context
     context.add_init_script(f"({HIDE})()")
     page = context.new_page()
     try:
