@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import resource
 import shutil
 import signal
@@ -39,7 +40,8 @@ class Plan:
     samples: int  # floors and trivial requests
     wakes: int
     pushes: int
-    levels: list[int]
+    levels: list[int]  # parked waits, each level on a fresh server
+    socket_levels: list[int]  # idle sockets, one server climbing
     socket_ramp: float  # seconds a socket level's new connections may take, plus 1 s per 35 of them
     seconds: float  # per throughput run
     search_rounds: int = 10  # admin searches: each kind of bench/history.py's SEARCHES this many times
@@ -49,18 +51,34 @@ class Plan:
     storm: int = 5000  # pages open when the server is killed
 
 
-FULL = Plan(samples=1000, wakes=500, pushes=200, levels=[1000, 5000, 10000], socket_ramp=30, seconds=10)
+FULL = Plan(
+    samples=1000, wakes=500, pushes=200, levels=[1000, 10000, 50000], socket_levels=[1000, 10000, 25000],
+    socket_ramp=30, seconds=10,
+)  # fmt: skip
 QUICK = Plan(
-    samples=200, wakes=50, pushes=30, levels=[200], socket_ramp=20, seconds=2, search_rounds=3, clicks=10,
+    samples=200, wakes=50, pushes=30, levels=[200], socket_levels=[200], socket_ramp=20, seconds=2, search_rounds=3,
+    clicks=10,
     permissions=10, connects=300, storm=500,
 )  # fmt: skip
 
 
+# The largest level's connections, both ends of each in this machine's processes
+# (the client here, the server it starts), with room for the rest.
+WANTED_FDS = 131_072
+
+
 def raise_fd_limit() -> int:
-    """Up to the hard limit; the servers started from here inherit it."""
+    """To ``WANTED_FDS`` where the process may raise its hard limit (root, or a
+    hard limit that high), else to the hard limit; the servers started from here
+    inherit it."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return hard
+    try:
+        wanted = max(hard, WANTED_FDS) if hard != resource.RLIM_INFINITY else hard
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))
+        return wanted
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard
 
 
 def stop(signum: int, frame: object) -> None:
@@ -168,9 +186,11 @@ def run_capacity(
             measured += asyncio.run(hold_levels(plan, server, "waits", [count], token, login, sessions, ids))
         if measured[-1].held < count:
             break
-    say(f"capacity: {', '.join(f'{count:,}' for count in plan.levels)} sockets, one server")
+    levels = plan.socket_levels
+    say(f"capacity: {', '.join(f'{count:,}' for count in levels)} sockets, one server")
     with servers.Server(env) as server:
-        measured += asyncio.run(hold_levels(plan, server, "sockets", plan.levels, token, login, sessions, ids))
+        measured += asyncio.run(hold_levels(plan, server, "sockets", levels, token, login, sessions, ids))
+    capacity_floors(env, measured)
     for held in measured:
         capacity_rows(table, held)
     for kind in ("waits", "sockets"):
@@ -178,6 +198,19 @@ def run_capacity(
         if short:
             count = short[0].wanted
             table.notes.append(f"{kind}: levels above {count:,} not attempted, {count:,} was not reached")
+
+
+def capacity_floors(env: dict, measured: list[capacity.Held]) -> None:
+    """The trivial app on Daphne holding as many as each kind's largest level held: the floor of its memory."""
+    holders = {"waits": capacity.trivial_wait_holder, "sockets": capacity.trivial_socket_holder}
+    for kind, holder in holders.items():
+        held = [h for h in measured if h.kind == kind]
+        if not held:
+            continue
+        top = max(held, key=lambda h: h.held)
+        say(f"capacity floor: {top.held:,} {kind} held by the trivial app")
+        with servers.Server(servers.base_env(Path(env["ASKUSER_DATA_DIR"])), "bench.trivial:application", "/") as t:
+            top.floor_kib = asyncio.run(capacity.floor_kib(t, top.held, functools.partial(holder, t.port)))
 
 
 async def hold_levels(
@@ -193,11 +226,11 @@ async def hold_levels(
     await capacity.warm_up(server, ids[0], sessions[0], token, login)
     if kind == "waits":
         return await capacity.hold(
-            server, kind, levels, lambda i: capacity.wait_holder(server.port, ids[i % len(ids)], token), plan.samples,
-            ramp_limit=lambda new: 60 + new / 100, connecting=128,
+            server, kind, levels, lambda i: capacity.wait_holder(server.port, ids[i % len(ids)], token, i),
+            plan.samples, ramp_limit=lambda new: 60 + new / 100, connecting=128,
         )  # fmt: skip
     return await capacity.hold(
-        server, kind, levels, lambda i: capacity.socket_holder(server.port, sessions[i % len(sessions)], login),
+        server, kind, levels, lambda i: capacity.socket_holder(server.port, sessions[i % len(sessions)], login, i),
         plan.samples, ramp_limit=lambda new: plan.socket_ramp + new / 35, connecting=32,
     )  # fmt: skip
 

@@ -17,6 +17,16 @@ from .payload import agent_headers, human_cookie, session_socket
 from .servers import Server
 from .stats import Latency
 
+# Connections from one local address: each loopback address has its own range of
+# about 28,000 ephemeral ports (/proc/sys/net/ipv4/ip_local_port_range), and the
+# largest level holds 50,000 to the one port of the server.
+PER_SOURCE = 20_000
+
+
+def source(i: int) -> str:
+    """The loopback address the ``i``-th held connection comes from."""
+    return f"127.0.0.{1 + i // PER_SOURCE}"
+
 
 @dataclass
 class Held:
@@ -32,6 +42,7 @@ class Held:
     threads_healthz: int
     trivial_idle: Latency
     trivial_held: Latency
+    floor_kib: float | None = None  # the trivial Daphne app holding as many, per connection
 
     @property
     def kib_per_connection(self) -> float:
@@ -66,14 +77,14 @@ class Holders:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-def wait_holder(port: int, prompt_id: str, token: str) -> Callable[[Holders], Awaitable[None]]:
+def wait_holder(port: int, prompt_id: str, token: str, i: int = 0) -> Callable[[Holders], Awaitable[None]]:
     raw = build_request("GET", f"/api/v1/prompts/{prompt_id}?wait=55", port, agent_headers(token))
 
     async def hold(holders: Holders) -> None:
         async with holders.slots:
             if holders.closed:
                 return
-            http = await Http.open(port)
+            http = await Http.open(port, source(i))
             holders.closers.append(http.close)
             http.writer.write(raw)
         holders.ready += 1
@@ -86,12 +97,12 @@ def wait_holder(port: int, prompt_id: str, token: str) -> Callable[[Holders], Aw
     return hold
 
 
-def socket_holder(port: int, session: str, login: str) -> Callable[[Holders], Awaitable[None]]:
+def socket_holder(port: int, session: str, login: str, i: int = 0) -> Callable[[Holders], Awaitable[None]]:
     async def hold(holders: Holders) -> None:
         async with holders.slots:
             if holders.closed:
                 return
-            ws = await WebSocket.connect(port, session_socket(session), human_cookie(login))
+            ws = await WebSocket.connect(port, session_socket(session), human_cookie(login), source(i))
             holders.closers.append(ws.close)
             await ws.receive()  # the current state, rendered for this socket
         holders.ready += 1
@@ -99,6 +110,60 @@ def socket_holder(port: int, session: str, login: str) -> Callable[[Holders], Aw
             await ws.receive()
 
     return hold
+
+
+def trivial_wait_holder(port: int, i: int) -> Callable[[Holders], Awaitable[None]]:
+    """A request the trivial app holds until the client hangs up (``bench/trivial.py``'s ``/hold``)."""
+    raw = build_request("GET", "/hold", port)
+
+    async def hold(holders: Holders) -> None:
+        async with holders.slots:
+            if holders.closed:
+                return
+            http = await Http.open(port, source(i))
+            holders.closers.append(http.close)
+            http.writer.write(raw)
+            await http.reader.readuntil(b"\r\n\r\n")  # its head: the app holds it from here
+        holders.ready += 1
+        await http.reader.read()  # held until closed
+
+    return hold
+
+
+def trivial_socket_holder(port: int, i: int) -> Callable[[Holders], Awaitable[None]]:
+    """A socket the trivial app accepts and keeps, sending nothing."""
+
+    async def hold(holders: Holders) -> None:
+        async with holders.slots:
+            if holders.closed:
+                return
+            ws = await WebSocket.connect(port, "/", "", source(i))
+            holders.closers.append(ws.close)
+        holders.ready += 1
+        while True:
+            await ws.receive()
+
+    return hold
+
+
+async def floor_kib(server: Server, count: int, holder: Callable[[int], Callable[[Holders], Awaitable[None]]]) -> float:
+    """The trivial app's memory per connection with ``count`` held: Daphne's, Twisted's and asyncio's own."""
+    await asyncio.sleep(0.5)
+    gc.collect()
+    base = server.proc_status()["rss_kib"]
+    holders = Holders(128)
+    try:
+        for i in range(count):
+            holders.add(holder(i))
+        end = time.perf_counter() + 60 + count / 100
+        while time.perf_counter() < end and holders.ready + holders.failed < count:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)
+        return (server.proc_status()["rss_kib"] - base) / max(holders.ready, 1)
+    finally:
+        holders.closed = True
+        with contextlib.suppress(Exception):
+            await holders.close()
 
 
 async def health(port: int) -> dict:

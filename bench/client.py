@@ -48,8 +48,8 @@ class Http:
         self.port, self.reader, self.writer = port, reader, writer
 
     @classmethod
-    async def open(cls, port: int) -> Http:
-        reader, writer = await asyncio.open_connection(HOST, port)
+    async def open(cls, port: int, source: str | None = None) -> Http:
+        reader, writer = await asyncio.open_connection(HOST, port, local_addr=(source, 0) if source else None)
         return cls(port, reader, writer)
 
     async def request(
@@ -130,8 +130,8 @@ class WebSocket:
         self.reader, self.writer = reader, writer
 
     @classmethod
-    async def connect(cls, port: int, path: str, cookie: str) -> WebSocket:
-        reader, writer = await asyncio.open_connection(HOST, port)
+    async def connect(cls, port: int, path: str, cookie: str, source: str | None = None) -> WebSocket:
+        reader, writer = await asyncio.open_connection(HOST, port, local_addr=(source, 0) if source else None)
         key = base64.b64encode(os.urandom(16)).decode()
         headers = {
             "Upgrade": "websocket",

@@ -1,5 +1,7 @@
 """The floor's server: the smallest ASGI app, served by Daphne like askuser.
-It answers GETs with ``ok`` and accepts every WebSocket, sending nothing."""
+It answers GETs with ``ok`` and accepts every WebSocket, sending nothing;
+``/hold`` sends its head and holds the request until the client hangs up, as
+a parked wait is held (the capacity floors)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,12 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
             pass
         return
     if scope["type"] != "http":
+        return
+    if scope["path"] == "/hold":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b" ", "more_body": True})
+        while (await receive())["type"] != "http.disconnect":
+            pass
         return
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
     await send({"type": "http.response.body", "body": b"ok"})
