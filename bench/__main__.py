@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import resource
 import shutil
@@ -79,6 +80,22 @@ def raise_fd_limit() -> int:
     except (ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         return hard
+
+
+def within_fd_limit(plan: Plan, fds: int, table: Table) -> Plan:
+    """The plan with each capacity level cut to what ``fds`` file descriptors
+    hold (each held connection is one in the server and one in the client),
+    saying so under the table."""
+    most = fds - 1000  # the server's own files, its database, the probes
+    cut = {"waits": plan.levels, "sockets": plan.socket_levels}
+    for kind, levels in cut.items():
+        if levels and max(levels) > most:
+            table.notes.append(
+                f"{kind}: {max(levels):,} not attempted, the file descriptor limit is {fds:,} "
+                f"(its hard limit; raising that needs CAP_SYS_RESOURCE): {most:,} instead"
+            )
+            cut[kind] = sorted({min(level, most) for level in levels})
+    return dataclasses.replace(plan, levels=cut["waits"], socket_levels=cut["sockets"])
 
 
 def stop(signum: int, frame: object) -> None:
@@ -277,7 +294,9 @@ def main() -> int:
         # cancellation a measurement could swallow: stop, and clean up.
         signal.signal(signum, stop)
     cpu = report.cpu_seconds()
-    table = Table(notes=[f"file descriptors: {raise_fd_limit():,}; load average at start {report.load_average()}"])
+    fds = raise_fd_limit()
+    table = Table(notes=[f"file descriptors: {fds:,}; load average at start {report.load_average()}"])
+    plan = within_fd_limit(plan, fds, table)
     data = Path(tempfile.mkdtemp(prefix="askuser-bench-"))
     missing: str | None = "not checked"
     try:
