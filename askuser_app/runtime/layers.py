@@ -11,6 +11,11 @@ documented base for layers, and looks only at the channel or group a call
 names: a receiver skips a message past its expiry, a full channel drops its
 expired messages (and, as a channel nobody reads, leaves its groups), and a
 group's send drops members past the group expiry.
+
+Each channel's messages wait in a ``Mailbox`` rather than an ``asyncio.Queue``:
+every open socket has a channel, and a queue's four deques and event cost
+3.3 KiB each, a mailbox's list and its reader's future a tenth of that
+(docs/PERFORMANCE.md, "Idle connections").
 """
 
 from __future__ import annotations
@@ -21,10 +26,67 @@ import copy
 import random
 import string
 import time
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer
+
+T = TypeVar("T")
+
+
+class Mailbox(Generic[T]):
+    """Messages waiting for their readers: ``asyncio.Queue``'s ``put_nowait``,
+    ``get``, ``get_nowait``, ``empty`` and ``full``, in a list and a future per
+    reader waiting, made only while one waits. Many are held at once (a
+    channel per open socket, an inbox per parked wait), each for long and
+    mostly empty: the queue's deques and event are most of its memory."""
+
+    __slots__ = ("capacity", "items", "readers")
+
+    def __init__(self, capacity: int = 0) -> None:
+        self.capacity = capacity  # 0: no bound
+        self.items: list[T] = []
+        self.readers: list[asyncio.Future[None]] | None = None
+
+    def empty(self) -> bool:
+        return not self.items
+
+    def full(self) -> bool:
+        return 0 < self.capacity <= len(self.items)
+
+    def put_nowait(self, item: T) -> None:
+        if self.full():
+            raise asyncio.QueueFull
+        self.items.append(item)
+        if self.readers:
+            reader = self.readers.pop(0)
+            if not reader.done():
+                reader.set_result(None)
+
+    def get_nowait(self) -> T:
+        if not self.items:
+            raise asyncio.QueueEmpty
+        return self.items.pop(0)
+
+    async def get(self) -> T:
+        while not self.items:
+            reader = asyncio.get_running_loop().create_future()
+            if self.readers is None:
+                self.readers = []
+            self.readers.append(reader)
+            try:
+                await reader
+            except asyncio.CancelledError:
+                with contextlib.suppress(ValueError):
+                    self.readers.remove(reader)
+                if reader.done() and not reader.cancelled() and self.items and self.readers:
+                    # Woken, then cancelled before reading: the next reader takes the item.
+                    self.readers.pop(0).set_result(None)
+                raise
+            finally:
+                if not self.readers:
+                    self.readers = None
+        return self.items.pop(0)
 
 
 class InMemoryChannelLayer(BaseChannelLayer):
@@ -40,7 +102,7 @@ class InMemoryChannelLayer(BaseChannelLayer):
     ) -> None:
         super().__init__(expiry=expiry, capacity=capacity, channel_capacity=channel_capacity, **kwargs)
         self.group_expiry = group_expiry
-        self.channels: dict[str, asyncio.Queue[tuple[float, dict[str, Any]]]] = {}
+        self.channels: dict[str, Mailbox[tuple[float, dict[str, Any]]]] = {}
         self.groups: dict[str, dict[str, float]] = {}  # group -> channel -> when it joined
         self.memberships: dict[str, set[str]] = {}  # channel -> its groups
 
@@ -74,12 +136,12 @@ class InMemoryChannelLayer(BaseChannelLayer):
             if queue.empty():
                 self.channels.pop(channel, None)
 
-    def _queue(self, channel: str) -> asyncio.Queue[tuple[float, dict[str, Any]]]:
+    def _queue(self, channel: str) -> Mailbox[tuple[float, dict[str, Any]]]:
         if channel not in self.channels:
-            self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+            self.channels[channel] = Mailbox(self.get_capacity(channel))
         return self.channels[channel]
 
-    def _drop_expired(self, channel: str, queue: asyncio.Queue[tuple[float, dict[str, Any]]]) -> bool:
+    def _drop_expired(self, channel: str, queue: Mailbox[tuple[float, dict[str, Any]]]) -> bool:
         """Drop the full queue's expired messages; True when that made room.
 
         A channel whose messages expired unread has nobody reading it: it

@@ -168,3 +168,54 @@ async def test_a_group_member_past_the_group_expiry_is_sent_nothing(clock):
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.05):
             await layer.receive(old)
+
+
+@BOTH
+async def test_a_receive_given_up_loses_no_message_and_messages_keep_their_order(layer_class):
+    layer = layer_class()
+    channel = await layer.new_channel()
+    reading = asyncio.ensure_future(layer.receive(channel))
+    await asyncio.sleep(0)  # the reader waits on the empty channel
+
+    reading.cancel()  # a socket closed while its consumer listened
+    await asyncio.gather(reading, return_exceptions=True)
+    for n in range(3):
+        await layer.send(channel, {"type": "hello", "n": n})
+
+    assert [(await received(layer, channel))["n"] for _ in range(3)] == [0, 1, 2]
+
+
+async def test_two_readers_of_one_mailbox_each_get_a_message():
+    mailbox = layers.Mailbox()
+    first, second = asyncio.ensure_future(mailbox.get()), asyncio.ensure_future(mailbox.get())
+    await asyncio.sleep(0)
+
+    mailbox.put_nowait("a")
+    mailbox.put_nowait("b")
+
+    async with asyncio.timeout(5):
+        assert sorted(await asyncio.gather(first, second)) == ["a", "b"]
+
+
+def allocated(make, count: int = 1000) -> int:
+    """Bytes still allocated by ``count`` objects that ``make`` returns."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [make() for _ in range(count)]
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == count
+    return after - before
+
+
+async def test_an_asyncio_queue_still_costs_several_times_a_mailbox():
+    # The reason every socket's channel and every parked wait's inbox is a
+    # Mailbox (askuser_app/server/README.md, "Idle connections"): when this
+    # fails, asyncio's queue has become about as small, and the Mailbox can go.
+    queue, mailbox = allocated(asyncio.Queue), allocated(layers.Mailbox)
+
+    assert queue > 5 * mailbox
