@@ -246,19 +246,33 @@ class LongPoll(AsyncHttpConsumer):
         await getattr(self, get_handler_name(message))(message)
 
     async def handle(self, body: bytes) -> None:
-        waiting = asyncio.ensure_future(self.outcome())
+        # The wait runs in this task, and one task listens for a hang-up, which
+        # cancels it: not a task of its own and a wait over both, 1.5 KiB more
+        # for each of thousands parked (docs/PERFORMANCE.md, "Idle connections").
+        waiting = asyncio.current_task()
+        assert waiting is not None
+        hung_up = False
+
+        def hang_up(_: asyncio.Future[None]) -> None:
+            nonlocal hung_up
+            if not hung_up and waiting is not None and not waiting.done():
+                hung_up = True
+                waiting.cancel()
+
         hangup = asyncio.ensure_future(self.disconnected())
+        hangup.add_done_callback(hang_up)
         try:
-            await asyncio.wait({waiting, hangup}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            # Also when this consumer itself is cancelled (an in-process caller gave up): leave no task behind.
-            hangup.cancel()
-            answered = waiting.done()
-            waiting.cancel()
             # Its clean-up (a hook's prompt handed back, the hub left) ends before the response.
-            await asyncio.gather(waiting, return_exceptions=True)
-        if answered:
-            await http.respond(self.send, *waiting.result(), scope=self.scope)
+            outcome = await self.outcome()
+        except asyncio.CancelledError:
+            if hung_up and waiting.uncancel() == 0:
+                return  # the client hung up: nobody to answer
+            raise  # this consumer itself was cancelled (an in-process caller gave up)
+        finally:
+            # Also when cancelled: leave no task behind, and no hang-up cancels the response.
+            hung_up = True
+            hangup.cancel()
+        await http.respond(self.send, *outcome, scope=self.scope)
 
     async def outcome(self) -> tuple[int, dict[str, Any], dict[str, str]]:
         try:

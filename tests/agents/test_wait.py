@@ -132,6 +132,21 @@ async def test_a_client_that_hangs_up_stops_waiting(asked, token):
     assert all(m.get("type") != "http.response.start" for m in sent)
 
 
+async def test_a_parked_wait_runs_in_its_requests_task_beside_one_listening_for_a_hang_up(asked, token, owner):
+    waits = [start_wait(token, asked) for _ in range(3)]
+    await until(parked(asked, 3))
+
+    running = [task.get_coro().__qualname__ for task in asyncio.all_tasks()]
+
+    # Thousands are parked at once: a task of its own for each wait would be 1.5 KiB more
+    # apiece (askuser_app/server/README.md, "Idle connections").
+    assert running.count("LongPoll.disconnected") == 3
+    assert running.count("LongPoll.outcome") == 0
+    await answer(asked, {"deploy_target": "Production"}, by=owner)
+    responses = await asyncio.wait_for(asyncio.gather(*waits), DEADLINE)
+    assert [r.json()["status"] for r in responses] == ["answered"] * 3
+
+
 async def test_a_thousand_waits_hold_no_thread_each_and_all_wake(asked, token, owner, settings):
     # One agent on one address: an operator who allows that many, as the benchmark does.
     settings.ASKUSER_MAX_WAITS_PER_AGENT = settings.ASKUSER_MAX_WAITS_PER_USER = 0
