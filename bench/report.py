@@ -201,7 +201,11 @@ What each figure is:
   fresh server per level; sockets: `/ws/sessions/<key>/?since=…` as a page
   opens it, with a session cookie, held after their first message, on one
   server climbing from level to level, its "connect ramp" the time the
-  level's new sockets took). Memory is the growth of VmRSS over N;
+  level's new sockets took; up to 50,000 waits and 25,000 sockets, each
+  level cut to what the file descriptor limit holds, the client's connections
+  spread over loopback addresses 127.0.0.1, .2, … for their ephemeral ports).
+  Memory is the growth of VmRSS over N, its floor the trivial ASGI app on
+  Daphne holding as many requests (`/hold`) or sockets at the largest level;
   threads are the process's (`/proc/<pid>/status`) while held; the trivial
   request is `GET /healthz`, its floor the same request before the load.
 - **Create throughput**: N agents post valid two-question prompts, each in a
