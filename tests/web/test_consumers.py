@@ -389,9 +389,7 @@ async def test_each_kind_of_resolution_closes_the_panel_and_adds_the_summary(age
     await tab.disconnect()
 
 
-async def test_a_resolved_prompts_panel_closes_in_every_tab_while_the_database_thread_is_busy(
-    agent, owner, session
-):
+async def test_a_resolved_prompts_panel_closes_in_every_tab_while_the_database_thread_is_busy(agent, owner, session):
     """The closing reads nothing: it is not queued behind the reads of other pages (a
     reconnect storm's) on the one database thread, and the summary follows once they are done."""
     prompt = await ask_async(agent, run_id="run-1")
