@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
 import sys
 import tempfile
@@ -57,7 +56,10 @@ def measure(env: dict[str, str], label: str, answers: int, profile: Path | None,
         felt = ""
         if clicks and browser.chromium() is not None:
             click = browser.measure(server.url, token, login, clicks)
-            felt = f"; in the browser p50 {click.p50:.1f} ms, p99 {click.p99:.1f} ms"
+            felt = (
+                f"; in the browser p50 {click.own.p50:.1f} ms, p99 {click.own.p99:.1f} ms, "
+                f"both tabs closed p50 {click.every.p50:.1f} ms, p99 {click.every.p99:.1f} ms"
+            )
     print(
         f"{label}: {answers} answers, p50 {result.p50:.1f} ms, p99 {result.p99:.1f} ms, "
         f"server CPU {1000 * cpu / answers:.2f} ms per answer, {prepared['answer_queries']} queries per answer{felt}",
@@ -72,8 +74,6 @@ def main() -> int:
     parser.add_argument("--profile", type=Path, help="a folder for py-spy's top frames of each server")
     parser.add_argument("--only", choices=["sqlite", "postgresql"])
     args = parser.parse_args()
-    # A database of its own, so that it can run beside other benchmarks.
-    servers.BENCH_DATABASE = os.environ.get("BENCH_DATABASE", servers.BENCH_DATABASE)
     data = Path(tempfile.mkdtemp(prefix="askuser-bench-answer-"))
     try:
         if args.only != "postgresql":

@@ -111,8 +111,6 @@ def main() -> int:
     parser.add_argument("--profile", type=Path, help="a folder for py-spy's top frames of each server")
     parser.add_argument("--only", choices=["sqlite", "postgresql"])
     args = parser.parse_args()
-    # A database of its own, so that it can run beside other benchmarks.
-    servers.BENCH_DATABASE = os.environ.get("BENCH_DATABASE", servers.BENCH_DATABASE)
     data = Path(tempfile.mkdtemp(prefix="askuser-bench-create-"))
     try:
         if args.only != "postgresql":

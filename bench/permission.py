@@ -172,8 +172,6 @@ def main() -> int:
     if browser.chromium() is None:
         print("bench.permission: chromium is not installed", file=sys.stderr)
         return 1
-    # A database of its own, so that it can run beside other benchmarks.
-    servers.BENCH_DATABASE = os.environ.get("BENCH_DATABASE", servers.BENCH_DATABASE)
     data = Path(tempfile.mkdtemp(prefix="askuser-bench-permission-"))
     print(f"load average at start {os.getloadavg()}", flush=True)
     try:

@@ -19,7 +19,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 # The scaled mode's services; the benchmark creates and drops a database of its own there.
 POSTGRES = os.environ.get("BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
-BENCH_DATABASE = "askuser_bench"
+# Its name: two runs beside each other (two checkouts) each need their own.
+BENCH_DATABASE = os.environ.get("BENCH_DATABASE", "askuser_bench")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 _SECRET = secrets.token_urlsafe(50)  # one per run: sessions made by bench.prepare are valid in every server

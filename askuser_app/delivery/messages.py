@@ -290,24 +290,33 @@ def prompt_resolved(prompt: Prompt) -> None:
         return
 
     messages = Delivery.objects.filter(prompt=prompt, notice="")
-    with transaction.atomic():
+    # No savepoint of its own: it runs inside the resolution's transaction, and an error here
+    # rolls that back whole anyway.
+    with transaction.atomic(savepoint=False):
         # Lock first: the engine records a landed send on a thread of its own, and a row it turns
         # from to_send into sent between the two updates below would be neither edited nor told.
-        list(messages.filter(state__in=(Delivery.State.SENT, Delivery.State.TO_SEND)).select_for_update())
-        _mark_resolved(messages)
+        # Nothing else turns a prompt's row into sent or to_send, so the rows locked are all the
+        # updates below can change: only those with rows to change are sent (none, for a person
+        # without a chat app or a device, the answer's usual case).
+        locked = messages.filter(state__in=(Delivery.State.SENT, Delivery.State.TO_SEND)).select_for_update()
+        _mark_resolved(messages, set(locked.values_list("state", "attempts")))
 
 
-def _mark_resolved(messages: QuerySet[Delivery]) -> None:
-    edits = messages.filter(state=Delivery.State.SENT).update(
-        state=Delivery.State.TO_EDIT, attempts=0, next_attempt_at=timezone.now(), last_error=""
-    )
-    sending = messages.filter(state=Delivery.State.TO_SEND)
-    sending.filter(attempts=0).update(state=Delivery.State.DROPPED)  # never tried: nothing to close
-    # A try was claimed: in flight (it asks for the edit when it lands) or killed with its process.
-    # Its lease's end, kept, is when the engine sends the follow-up if it never lands.
-    sending.update(state=Delivery.State.MAYBE_SENT)
-    if edits:
+def _mark_resolved(messages: QuerySet[Delivery], locked: set[tuple[str, int]]) -> None:
+    """Update the rows of ``messages`` whose (state, attempts) are among ``locked``."""
+    states = {state for state, _ in locked}
+    if Delivery.State.SENT in states:
+        messages.filter(state=Delivery.State.SENT).update(
+            state=Delivery.State.TO_EDIT, attempts=0, next_attempt_at=timezone.now(), last_error=""
+        )
         transaction.on_commit(engine.wake, robust=True)
+    sending = messages.filter(state=Delivery.State.TO_SEND)
+    if (Delivery.State.TO_SEND, 0) in locked:
+        sending.filter(attempts=0).update(state=Delivery.State.DROPPED)  # never tried: nothing to close
+    if any(state == Delivery.State.TO_SEND and attempts for state, attempts in locked):
+        # A try was claimed: in flight (it asks for the edit when it lands) or killed with its process.
+        # Its lease's end, kept, is when the engine sends the follow-up if it never lands.
+        sending.update(state=Delivery.State.MAYBE_SENT)
 
 
 # --- the kind: claiming, trying, recording -----------------------------------------------------

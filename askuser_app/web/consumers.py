@@ -30,6 +30,8 @@ CLOSE_NOT_FOUND = 4404
 # code (a refused handshake looks like a dropped line, which pages retry).
 CLOSE_TOO_MANY = 4429
 MAX_SAYING = 64  # bytes of what a page sends: {"visible": false}
+# A prompt's changes that leave it waiting (``realtime``'s statuses): every other one resolved it.
+UNRESOLVED = ("pending", "extended")
 
 Holder = tuple[str, Any]
 
@@ -239,6 +241,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         heard = self.heard(event)
         if heard is None:
             return
+        if heard == "session" and event.get("status") not in UNRESOLVED:
+            # Its panel closed at once, as the answering page's response closes it: it reads
+            # nothing, so it is rendered here, before the change's render reads the session.
+            await self.send(text_data=await self.shared(event, heard, self.render_closed_panel, event))
         await self.send(text_data=await self.shared(event, heard, self.render_change, event, heard))
 
     async def message_created(self, event: dict[str, Any]) -> None:
@@ -248,20 +254,30 @@ class LiveConsumer(AsyncWebsocketConsumer):
         elif heard == "session":
             await self.send(text_data=await self.shared(event, heard, ui.render_message, event["message_id"]))
 
+    async def render_closed_panel(self, event: dict[str, Any]) -> str:
+        """The panel of the prompt the event resolved, closed where the page still shows it
+        (``ui.render_closed_panel``), rendered on the event loop: it reads nothing."""
+        with translation.override(self.language):
+            return ui.render_closed_panel(event["prompt_id"])
+
     async def shared(self, event: dict[str, Any], heard: str, function: Any, *args: Any) -> str:
         """``render(function, *args)``, once for every page of this process that
         shows the same: what a render reads depends on the person, the page's
         language and kind, and for a session page its session and collapsed panel."""
+        if asyncio.iscoroutinefunction(function):  # renders on the loop, reading nothing
+            render: Callable[[], Awaitable[str]] = lambda: function(*args)  # noqa: E731
+        else:
+            render = lambda: self.render(function, *args)  # noqa: E731
         event_id = event.get("event")
         if event_id is None:
-            return await self.render(function, *args)
+            return await render()
         if heard == "user":
             shows: tuple[Any, ...] = (self.scope["user"].pk, self.lists, self.inbox, self.query.get("all") == ["1"])
         else:
             assert self.session is not None  # heard as "session": the page's own
             shows = (self.session.pk, self.cookies.get(ui.PANEL_COOKIE) == "collapsed")
         key = (event_id, function.__name__, heard, self.language, *shows)
-        return await shared_renders.get(key, lambda: self.render(function, *args))
+        return await shared_renders.get(key, render)
 
     @property
     def cookies(self) -> dict[str, str]:

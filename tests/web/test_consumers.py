@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from datetime import timedelta
 
 import pytest
@@ -379,10 +381,39 @@ async def test_each_kind_of_resolution_closes_the_panel_and_adds_the_summary(age
 
     await database_call(resolve)(prompt, agent, owner)
 
+    closed = await tab.receive_from(timeout=DEADLINE)
+    assert f'hidden data-closes="{prompt.pk}" hx-swap-oob="true">' in closed
     html = await tab.receive_from(timeout=DEADLINE)
     assert '<section id="prompt-panel" class="panel" hidden hx-swap-oob="true">' in html
     assert f'id="item-prompt-{prompt.pk}"' in html and words in html
     await tab.disconnect()
+
+
+async def test_a_resolved_prompts_panel_closes_in_every_tab_while_the_database_thread_is_busy(agent, owner, session):
+    """The closing reads nothing: it is not queued behind the reads of other pages (a
+    reconnect storm's) on the one database thread, and the summary follows once they are done."""
+    prompt = await ask_async(agent, run_id="run-1")
+    tabs = [await opened("/ws/sessions/support-42/", owner) for _ in range(2)]
+    release = threading.Event()
+    answering = asyncio.ensure_future(
+        database_call(services.answer)(prompt, {"deploy_target": "Production"}, by=owner, surface="web")
+    )
+    # Queued on the database thread right behind the answer: ahead of any read its announcement causes.
+    busy = asyncio.ensure_future(database_call(release.wait)(DEADLINE))
+
+    try:
+        await answering
+        for tab in tabs:
+            closed = await tab.receive_from(timeout=DEADLINE)
+            assert f'<section id="prompt-panel" class="panel" hidden data-closes="{prompt.pk}"' in closed
+            assert await tab.receive_nothing(timeout=0.2)
+    finally:
+        release.set()
+        await busy
+    for tab in tabs:
+        summary = await tab.receive_from(timeout=DEADLINE)
+        assert f'id="item-prompt-{prompt.pk}"' in summary and "Production" in summary
+        await tab.disconnect()
 
 
 async def test_a_change_is_announced_with_the_prompts_new_status(agent, owner, session):
@@ -406,6 +437,8 @@ async def test_an_expiry_closes_the_panel_live(agent, owner, session):
 
     await database_call(services.expire_due)()
 
+    closed = await tab.receive_from(timeout=DEADLINE)
+    assert f'hidden data-closes="{prompt.pk}"' in closed
     html = await tab.receive_from(timeout=DEADLINE)
     assert "hidden" in html and "Expired" in html
     await tab.disconnect()
