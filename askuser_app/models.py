@@ -107,6 +107,11 @@ class Run(models.Model):
         return self.run_id
 
 
+SEARCH_LINES = (
+    "The session key, each question's header, text and option labels, then each free-text answer, a line each."
+)
+
+
 class Prompt(models.Model):
     """One ask_user call: one to three questions, a deadline and a status."""
 
@@ -153,6 +158,9 @@ class Prompt(models.Model):
     hook_tool_use = models.CharField(
         max_length=32, blank=True, help_text="The tool use a hook asked about (a digest its later events give)."
     )
+    # What staff's search reads (askuser_app/staff/admin.py), written with the prompt and
+    # its answer: one column of one table, not a join of five (SEARCH_LINES).
+    search_text = models.TextField(blank=True, editable=False, help_text=SEARCH_LINES)
 
     class Meta:
         ordering = ["-created_at"]

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Min, Prefetch, QuerySet, prefetch_related_objects
+from django.db.models import Min, Prefetch, QuerySet, Value, prefetch_related_objects
+from django.db.models.functions import Concat
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -373,7 +374,18 @@ def _new_prompt(
         idempotency_key=idempotency_key or "",
         request_digest=digest,
         callback_url=request.callback_url or "",
+        search_text=LINE.join(
+            [session.key, *(line for q in request.questions for line in (q.header, q.question, *labels(q)))]
+        ),
     )
+
+
+# Between the lines of Prompt.search_text: no search word holds one, so none matches across two.
+LINE = "\n"
+
+
+def labels(question: contract.QuestionIn) -> list[str]:
+    return [option.label for option in question.options]
 
 
 def _inserted(prompt: Prompt) -> bool:
@@ -870,6 +882,7 @@ def _transition(prompt: Prompt, resolution: Resolution) -> Prompt:
             resolved_by=resolution.by,
             surface=resolution.surface,
             result=resolution.result,
+            **_searched_answers(resolution.answers),
         )
         if won:
             Answer.objects.bulk_create(resolution.answers)
@@ -891,6 +904,12 @@ def _transition(prompt: Prompt, resolution: Resolution) -> Prompt:
     prompt.status, prompt.reason, prompt.surface = resolution.status, resolution.reason, resolution.surface
     prompt.resolved_at, prompt.resolved_by, prompt.result = resolution.resolved_at, resolution.by, resolution.result
     return prompt
+
+
+def _searched_answers(answers: tuple[Answer, ...]) -> dict[str, Concat]:
+    """The free-text answers added to the prompt's search_text, in the same UPDATE."""
+    typed = [a.free_text for a in answers if a.free_text]
+    return {"search_text": Concat("search_text", Value(LINE + LINE.join(typed)))} if typed else {}
 
 
 def _current_expiring_if_overdue(prompt: Prompt) -> Prompt:

@@ -186,9 +186,11 @@ def test_the_pages_need_no_inline_style_or_script(staff_client, history_of_two_o
     ("word", "found"),
     [
         ("release branch be called", "release-7"),  # question text
+        ('"branch name"', "release-7"),  # question header
         ("release/v2", "release-7"),  # option label
         ("2026-12", "release-7"),  # free-text answer
         ("bobs-own", "bobs-own"),  # session key
+        ("SUPPORT-4 STAGING", "support-42"),  # words anywhere, in any case: a key, a pending prompt's label
     ],
 )
 def test_search_covers_questions_options_free_text_and_session_keys(staff_client, history_of_two_owners, word, found):
@@ -196,6 +198,32 @@ def test_search_covers_questions_options_free_text_and_session_keys(staff_client
 
     keys = set(sessions_listed(listing))
     assert keys == {found}
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        '"release-7 Deploy"',  # the session key, then the first header
+        '"name What should"',  # a header, then its question
+        '"(Recommended) Production"',  # one option label, then the next
+        '"release/v2 release/2026-12"',  # the last label, then the free-text answer
+    ],
+)
+def test_a_phrase_is_found_within_one_field_never_across_two(staff_client, history_of_two_owners, phrase):
+    assert sessions_listed(page(staff_client.get(PROMPTS, {"q": phrase}))) == []
+
+
+def test_the_searched_text_a_prompt_is_given_is_the_one_its_rows_make(history_of_two_owners):
+    """What the service writes as a prompt is asked and answered is what migration 0026
+    writes for a prompt asked before it (bench/history.py fills its history with it too)."""
+    from bench.history import search_text
+
+    written = dict(Prompt.objects.values_list("pk", "search_text"))
+    Prompt.objects.update(search_text="")
+    search_text.fill_search_text(connection)
+
+    assert dict(Prompt.objects.values_list("pk", "search_text")) == written
+    assert written[history_of_two_owners[0].pk].splitlines()[:2] == ["release-7", "Deploy"]
 
 
 def test_the_lists_count_stops_at_its_bound_and_the_list_still_pages(staff_client, agent, owner, monkeypatch):
