@@ -53,8 +53,9 @@ def queried(term: str) -> float:
     started = time.perf_counter()
     everything = Prompt.objects.order_by("-created_at", "-pk")
     prompts, _ = PROMPTS_ADMIN.get_search_results(REQUEST, everything, term)
-    assert BoundedPaginator(prompts, 50).count >= 0
-    list(prompts[:50])
+    pages = BoundedPaginator(prompts, 50)
+    assert pages.count >= 0
+    list(pages.page(1).object_list)
     return (time.perf_counter() - started) * 1000
 
 

@@ -27,7 +27,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.asgi import ASGIRequest
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, Model, OuterRef, QuerySet, Subquery, prefetch_related_objects
 from django.db.models.functions import Coalesce
 from django.forms.models import BaseInlineFormSet
@@ -275,12 +275,17 @@ PAGE_DIGITS = 9
 
 
 class BoundedPaginator(AnyPaginator):
-    """Counts the matches up to ``BOUND`` past the page asked for, no further.
+    """Counts the matches up to ``BOUND`` past the page asked for, no further,
+    by reading their keys; when that read found them all, the page is read by
+    those keys.
 
     Counting every prompt of a long history, or every one a common word
     matches, reads them all. Past the bound, the list says "more than"
     (templates/admin/askuser_app/prompt/pagination.html) and pages on to the
-    bound; a later page counts on from there."""
+    bound; a later page counts on from there. Under it, the page sorts the
+    matches found instead of walking the history newest first to find them
+    again: a rare word's page was a second read of every prompt on SQLite (and
+    on PostgreSQL whenever the planner took the word for a common one)."""
 
     BOUND = 1000
 
@@ -290,14 +295,27 @@ class BoundedPaginator(AnyPaginator):
         self.bound = self.BOUND + (max(page, 1) - 1) * per_page
 
     @cached_property
+    def matches(self) -> list[uuid.UUID]:
+        """The keys of up to bound + 1 matches, in no order: any of them tell "more than" from a count."""
+        return list(self.prompts.order_by().values_list("pk", flat=True)[: self.bound + 1])
+
+    @cached_property
     def count(self) -> int:
-        # Unordered: any bound + 1 of the matches tell "more than" from a count.
-        return self.prompts.order_by()[: self.bound + 1].count()
+        return len(self.matches)
 
     @property
     def bounded(self) -> bool:
         """Whether there are more matches than counted."""
         return self.count > self.bound
+
+    def page(self, number: int | str) -> Page[Any]:
+        page = super().page(number)
+        if self.bounded:
+            return page
+        bottom = (page.number - 1) * self.per_page
+        top = self.count if page.number == self.num_pages else bottom + self.per_page
+        page.object_list = self.prompts.filter(pk__in=self.matches)[bottom:top]
+        return page
 
 
 @admin.register(Prompt)

@@ -242,6 +242,20 @@ def test_the_lists_count_stops_at_its_bound_and_the_list_still_pages(staff_clien
     assert "more than 4 prompts" in filtered and sessions_listed(filtered) == ["deploy-2", "deploy-1"]
 
 
+def test_a_search_under_the_bound_pages_its_matches_newest_first(staff_client, agent, monkeypatch):
+    monkeypatch.setattr(PromptAdmin, "list_per_page", 2)
+    for session in ("rollout-0", "other-1", "rollout-2", "rollout-3", "other-4"):
+        services.cancel(ask(agent, session=session), agent=agent)
+
+    first = page(staff_client.get(PROMPTS, {"q": "rollout"}))
+    second = page(staff_client.get(PROMPTS, {"q": "rollout", "p": "2"}))
+    by_key = page(staff_client.get(PROMPTS, {"q": "rollout", "o": "3"}))  # the session column, ascending
+
+    assert "3 results" in first and sessions_listed(first) == ["rollout-3", "rollout-2"]
+    assert sessions_listed(second) == ["rollout-0"]
+    assert sessions_listed(by_key) == ["rollout-0", "rollout-2"]
+
+
 def test_search_by_prompt_id(staff_client, history_of_two_owners):
     expired = history_of_two_owners[2]
 
