@@ -107,6 +107,11 @@ class Run(models.Model):
         return self.run_id
 
 
+SEARCH_LINES = (
+    "The session key, each question's header, text and option labels, then each free-text answer, a line each."
+)
+
+
 class Prompt(models.Model):
     """One ask_user call: one to three questions, a deadline and a status."""
 
@@ -153,6 +158,9 @@ class Prompt(models.Model):
     hook_tool_use = models.CharField(
         max_length=32, blank=True, help_text="The tool use a hook asked about (a digest its later events give)."
     )
+    # What staff's search reads (askuser_app/staff/admin.py), written with the prompt and
+    # its answer: one column of one table, not a join of five (SEARCH_LINES).
+    search_text = models.TextField(blank=True, editable=False, help_text=SEARCH_LINES)
 
     class Meta:
         ordering = ["-created_at"]
@@ -447,9 +455,12 @@ class LinkCode(models.Model):
         return f"{self.channel} code for {self.user_id}"
 
 
-# The states with a try to make (``messages.LIVE``): the engine's reads match the due indexes'
-# condition exactly, or a database cannot use them and reads every row of the table.
-LIVE_DELIVERY = ["to_send", "to_edit", "maybe_sent"]
+# The states with a try to make: the due indexes' condition, and the engine's reads
+# (``messages.Messages.rows``) filter by this same Q, or a database cannot use the
+# indexes and reads every row of the table. Equalities, not ``state IN (…)``: Django
+# binds the values as parameters, and SQLite matches a bound value with an
+# equality's literal in an index's condition, never with an IN list's.
+LIVE_DELIVERY = Q(state="to_send") | Q(state="to_edit") | Q(state="maybe_sent")
 
 
 class Delivery(models.Model):
@@ -502,16 +513,16 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         indexes = [
             # The engine's queries: the next due send or edit, and an owner's due ones.
-            models.Index(fields=["next_attempt_at"], condition=Q(state__in=LIVE_DELIVERY), name="delivery_due_idx"),
+            models.Index(fields=["next_attempt_at"], condition=LIVE_DELIVERY, name="delivery_due_idx"),
             models.Index(
                 fields=["owner", "next_attempt_at"],
-                condition=Q(state__in=LIVE_DELIVERY),
+                condition=LIVE_DELIVERY,
                 name="delivery_owner_due_idx",
             ),
             # An owner's due ones host by host: a turn steps over a busy host's backlog (engine._each_host).
             models.Index(
                 fields=["owner", "host", "next_attempt_at"],
-                condition=Q(state__in=LIVE_DELIVERY),
+                condition=LIVE_DELIVERY,
                 name="delivery_owner_host_due_idx",
             ),
             # A session's news still waiting, which newer news for the same address replaces.

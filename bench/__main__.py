@@ -119,7 +119,7 @@ def measure_floors(plan: Plan, data: Path, scaled: bool) -> Floors:
 
 
 def embedded(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
-    """SQLite and the in-memory layer: wake mode A, push, capacity, throughput."""
+    """SQLite and the in-memory layer: wake mode A, push, capacity, throughput, admin search."""
     env = servers.base_env(data / "sqlite")
     prepared = servers.prepare(env)
     token, login = prepared["token"], prepared["session_key"]
@@ -139,6 +139,8 @@ def embedded(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
         say("create throughput, SQLite")
         results = [asyncio.run(throughput.run(server.port, token, n, plan.seconds, f"sq{n}")) for n in (16, 64)]
     throughput_rows(table, "SQLite", results, f, 250)
+    say("admin search over 100,000 prompts, SQLite")
+    search_rows(table, "SQLite", servers.search(env, plan.search_rounds))
     return prepared
 
 
@@ -253,7 +255,7 @@ async def hold_levels(
 
 
 def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
-    """PostgreSQL and Redis: wake mode B across two processes, throughput."""
+    """PostgreSQL and Redis: wake mode B across two processes, throughput, admin search."""
     env = servers.scaled_env(data / "scaled")
     servers.recreate_bench_database()
     prepared = servers.prepare(env)
@@ -271,7 +273,7 @@ def scaled(plan: Plan, data: Path, table: Table, f: Floors) -> dict:
         results = [asyncio.run(throughput.run(waiting.port, token, n, plan.seconds, f"pg{n}")) for n in (16, 64)]
     throughput_rows(table, "PostgreSQL", results, f, 200)
     say("admin search over 100,000 prompts, PostgreSQL")
-    search_rows(table, servers.search(env, plan.search_rounds))
+    search_rows(table, "PostgreSQL", servers.search(env, plan.search_rounds))
     return prepared
 
 

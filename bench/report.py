@@ -170,7 +170,8 @@ INTRO = """\
 Written by `make bench` (`python -m bench`); do not edit the results by hand.
 Reproduce with `make bench` on a clean checkout (PostgreSQL on 127.0.0.1:5432
 as user `postgres`, Redis on 127.0.0.1:6379, or `BENCH_POSTGRES` and
-`BENCH_REDIS_URL`; without them only the embedded mode runs);
+`BENCH_REDIS_URL`; without them only the embedded mode runs; it drops and
+makes anew a database of its own there, `askuser_bench` or `BENCH_DATABASE`);
 `make bench BENCH_ARGS=--quick` is a short smoke run that prints its table
 and writes nothing. The benchmark starts its own Daphne processes, drives them
 only over 127.0.0.1 and measures its floors in the same run; client and

@@ -96,10 +96,10 @@ def push_rows(table: Table, result: push.Push, floor: Latency) -> None:
     ]
 
 
-def search_rows(table: Table, result: dict) -> None:
+def search_rows(table: Table, database: str, result: dict) -> None:
     search, plain = result["search"], result["plain"]
     queries, unsearched = result["queries"], result["unsearched"]
-    rows = table.section(f"Admin search over {result['prompts']:,} prompts, PostgreSQL")
+    rows = table.section(f"Admin search over {result['prompts']:,} prompts, {database}")
     rows += [
         Row("search (count + page statements) p50", queries["p50"], floor=unsearched["p50"]),
         Row("search (count + page statements) p95", queries["p95"], floor=unsearched["p95"], target="< 100 ms",
@@ -110,8 +110,8 @@ def search_rows(table: Table, result: dict) -> None:
         Row("the prompt list searched max", search["max"], floor=plain["max"]),
     ]  # fmt: skip
     table.notes.append(
-        f"admin search: floors are the same statements and the same list unsearched; {search['n']} searches "
-        f"of {len(history.SEARCHES)} kinds; history filled in {result['fill_s']:.0f} s"
+        f"admin search, {database}: floors are the same statements and the same list unsearched; {search['n']} "
+        f"searches of {len(history.SEARCHES)} kinds; history filled in {result['fill_s']:.0f} s"
     )
 
 

@@ -76,7 +76,16 @@ from askuser_app.delivery.channels.base import (
 )
 from askuser_app.delivery.channels.chats.core import card, closed, prune_seen, session_url
 from askuser_app.delivery.engine import Outcome, Tried
-from askuser_app.models import ChatLink, Delivery, DeliveryAttempt, Message, Preferences, Prompt, Session
+from askuser_app.models import (
+    LIVE_DELIVERY,
+    ChatLink,
+    Delivery,
+    DeliveryAttempt,
+    Message,
+    Preferences,
+    Prompt,
+    Session,
+)
 from askuser_app.runtime import caching, presence
 from askuser_app.runtime.i18n import of_owner
 
@@ -84,7 +93,6 @@ log = logging.getLogger("askuser")
 
 BACKOFF_CAP = 600.0
 IN_SIGHT = "not needed: a tab of the person was in sight"
-LIVE = (Delivery.State.TO_SEND, Delivery.State.TO_EDIT, Delivery.State.MAYBE_SENT)
 
 
 def timeout() -> float:
@@ -358,7 +366,7 @@ class Messages:
     related: tuple[str, ...] = ("prompt__agent", "prompt__session", "session")
 
     def rows(self) -> QuerySet[Delivery]:
-        return Delivery.objects.filter(state__in=LIVE)
+        return Delivery.objects.filter(LIVE_DELIVERY)
 
     def timeout(self) -> float:
         return timeout()

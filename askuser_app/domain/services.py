@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, models, transaction
-from django.db.models import Min, Prefetch, QuerySet, prefetch_related_objects
+from django.db.models import Min, Prefetch, QuerySet, Value, prefetch_related_objects
+from django.db.models.functions import Concat
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -375,7 +376,18 @@ def _new_prompt(asking: _Asking) -> Prompt:
         hook_event=hook.event if hook else "",
         hook_kind=hook.kind if hook else "",
         hook_tool_use=hook.tool_use if hook else "",
+        search_text=LINE.join(
+            [session.key, *(line for q in request.questions for line in (q.header, q.question, *labels(q)))]
+        ),
     )
+
+
+# Between the lines of Prompt.search_text: no search word holds one, so none matches across two.
+LINE = "\n"
+
+
+def labels(question: contract.QuestionIn) -> list[str]:
+    return [option.label for option in question.options]
 
 
 def _inserted(prompt: Prompt) -> bool:
@@ -498,7 +510,7 @@ class RowsInsert:
 PROMPT_COLUMNS = (
     "id", "agent", "session", "run", "status", "reason", "created_at", "timeout_seconds", "expires_at",
     "resolved_at", "resolved_by", "surface", "warnings", "result", "idempotency_key", "request_digest",
-    "callback_url", "extended", "hook_event", "hook_kind", "hook_tool_use",
+    "callback_url", "extended", "hook_event", "hook_kind", "hook_tool_use", "search_text",
 )  # fmt: skip
 PROMPT_ROWS = RowsInsert(
     Prompt, PROMPT_COLUMNS, converted=("id", "created_at", "expires_at", "resolved_at", "warnings", "result")
@@ -951,6 +963,7 @@ def _transition(prompt: Prompt, resolution: Resolution) -> Prompt:
             resolved_by=resolution.by,
             surface=resolution.surface,
             result=resolution.result,
+            **_searched_answers(resolution.answers),
         )
         if won:
             Answer.objects.bulk_create(resolution.answers)
@@ -972,6 +985,12 @@ def _transition(prompt: Prompt, resolution: Resolution) -> Prompt:
     prompt.status, prompt.reason, prompt.surface = resolution.status, resolution.reason, resolution.surface
     prompt.resolved_at, prompt.resolved_by, prompt.result = resolution.resolved_at, resolution.by, resolution.result
     return prompt
+
+
+def _searched_answers(answers: tuple[Answer, ...]) -> dict[str, Concat]:
+    """The free-text answers added to the prompt's search_text, in the same UPDATE."""
+    typed = [a.free_text for a in answers if a.free_text]
+    return {"search_text": Concat("search_text", Value(LINE + LINE.join(typed)))} if typed else {}
 
 
 def _current_expiring_if_overdue(prompt: Prompt) -> Prompt:

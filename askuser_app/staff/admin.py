@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -28,11 +27,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.asgi import ASGIRequest
-from django.core.paginator import Paginator
-from django.db import connection
-from django.db.models import Count, Model, OuterRef, Q, QuerySet, Subquery, prefetch_related_objects
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Model, OuterRef, QuerySet, Subquery, prefetch_related_objects
 from django.db.models.functions import Coalesce
-from django.db.models.lookups import IsNull
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect, StreamingHttpResponse
 from django.template.loader import render_to_string
@@ -42,21 +39,17 @@ from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.functional import cached_property
 from django.utils.http import urlencode
-from django.utils.text import smart_split, unescape_string_literal
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from askuser_app.domain import services
 from askuser_app.domain.chars import ascii_int
 from askuser_app.models import (
     Agent,
-    Answer,
     ChatLink,
     Delivery,
     DeliveryAttempt,
-    Option,
     Prompt,
     PushSubscription,
-    Question,
     Run,
     Session,
     WebhookAttempt,
@@ -276,165 +269,53 @@ class PromptChangeList(ChangeList):
         prefetch_related_objects(self.result_list, "questions")
 
 
-def search_words(term: str) -> Iterator[str]:
-    for word in smart_split(term):
-        if word[:1] in "\"'" and word[-1:] == word[:1] and len(word) > 1:
-            word = unescape_string_literal(word)
-        if word.strip():
-            yield word
-
-
-def matching(word: str) -> Q:
-    """Prompts where the word is in the session key, a question, an option label or a free-text answer.
-
-    One UNION of a lookup per column, each a case-blind substring match
-    (``icontains``): on PostgreSQL every one is answered by its trigram index
-    (migration 0009), on SQLite by a scan. A single OR across the tables
-    would make PostgreSQL read every prompt instead."""
-    return _by_id(Q(pk__in=_hits(word)), word)
-
-
-def _hits(word: str, *, every: bool = False) -> QuerySet[Prompt, Any]:
-    """The ids of the prompts holding ``word`` in any column searched; ``every``: once per hit, unsorted."""
-    return (
-        Prompt.objects.filter(session__key__icontains=word)
-        .order_by()
-        .values("pk")
-        .union(
-            Question.objects.filter(text__icontains=word).order_by().values("prompt_id"),
-            Question.objects.filter(header_full__icontains=word).order_by().values("prompt_id"),
-            Option.objects.filter(label__icontains=word).order_by().values("question__prompt_id"),
-            Answer.objects.filter(free_text__icontains=word).order_by().values("question__prompt_id"),
-            all=every,
-        )
-    )
-
-
-def _by_id(found: Q, word: str) -> Q:
-    try:
-        return found | Q(pk=uuid.UUID(word))
-    except ValueError:
-        return found
-
-
-def holding(word: str) -> Q:
-    """The same match as ``matching``, tested prompt by prompt: what a common
-    word needs, since the list, read newest first off the ``created_at``
-    index, stops as soon as it has its page.
-
-    Each test is a scalar subquery (``… LIMIT 1`` is not null) rather than
-    ``EXISTS``: PostgreSQL may turn an ``EXISTS`` into a hash of every row the
-    word matches, which is the union's cost again."""
-    prompt = OuterRef("pk")
-    tests = [
-        Session.objects.filter(pk=OuterRef("session_id"), key__icontains=word),
-        Question.objects.filter(Q(text__icontains=word) | Q(header_full__icontains=word), prompt=prompt),
-        Option.objects.filter(label__icontains=word, question__prompt=prompt),
-        Answer.objects.filter(free_text__icontains=word, question__prompt=prompt),
-    ]
-    found = Q()
-    for rows in tests:
-        found |= Q(IsNull(Subquery(rows.order_by().values("pk")[:1]), False))
-    return _by_id(found, word)
-
-
-# A word in this many prompts or more is common: cheaper tested prompt by prompt.
-COMMON = 1000
-# The planner's estimate of a word's prompts is trusted only this far from
-# COMMON: "eu-west-123", in 417 of 100,000 prompts, was estimated at 60 or
-# at 1,286–1,308 after one ANALYZE or another of the same history, and
-# searched prompt by prompt in 236–250 ms instead of through its index in
-# 14 ms (docs/PERFORMANCE.md).
-UNSURE = 4
-# pg_trgm has no trigram for a shorter word: its indexes cannot find it.
-SHORTEST_INDEXED = 3
-
-
-def searched(prompts: QuerySet[Prompt], term: str) -> tuple[QuerySet[Prompt], bool]:
-    """``prompts`` holding every word of ``term``, and whether a rare word
-    narrowed them (False when every word is common: counting them reads them all).
-
-    A rare word is found through its union of indexed lookups (``matching``),
-    whatever the history holds. A common word's union reads every row it
-    matches, for the count and the page alike (1.5 s for "cluster" or "of" in
-    100,000 prompts). So on PostgreSQL the planner is asked how many prompts
-    each word may match (a plan, not a read); the rarest word, if rare,
-    narrows the search through its indexes, and every other word is tested on
-    what is left, prompt by prompt (``holding``). SQLite keeps the simple
-    search: a scan either way."""
-    words = list(search_words(term))
-    if connection.vendor != "postgresql":
-        for word in words:
-            prompts = prompts.filter(matching(word))
-        return prompts, True
-    expected = {word: planned(Prompt.objects.filter(matching(word))) for word in words if len(word) >= SHORTEST_INDEXED}
-    rarest = min(expected, key=expected.__getitem__, default=None)
-    narrowing = rarest if rarest is not None and rare(rarest, expected[rarest]) else None
-    for word in words:
-        prompts = prompts.filter(matching(word) if word == narrowing else holding(word))
-    return prompts, narrowing is not None or not words
-
-
-def rare(word: str, estimate: int) -> bool:
-    """Whether fewer than COMMON prompts hold ``word``: the planner's
-    ``estimate`` decides where it is far from the line; near it, the word's
-    hits are counted, up to the line and no further (a read of at most
-    COMMON index hits, a prompt matched twice counted twice)."""
-    if estimate * UNSURE < COMMON:
-        return True
-    if estimate >= COMMON * UNSURE:
-        return False
-    return _hits(word, every=True)[:COMMON].count() < COMMON
-
-
-def estimated(prompts: QuerySet[Prompt], term: str) -> int:
-    """How many of ``prompts`` hold every word of ``term``, as PostgreSQL's
-    planner estimates it from the words' indexed lookups."""
-    for word in search_words(term):
-        prompts = prompts.filter(matching(word))
-    return planned(prompts)
-
-
-def planned(prompts: QuerySet[Prompt]) -> int:
-    """The rows PostgreSQL's planner expects ``prompts`` to be: planned, not run."""
-    plan = json.loads(prompts.explain(format="json"))
-    return int(plan[0]["Plan"]["Plan Rows"])
-
-
 # The page number the count is bounded by: any further page is past every count's reach
 # (a billion pages), and its bound would overflow the database's LIMIT.
 PAGE_DIGITS = 9
 
 
 class BoundedPaginator(AnyPaginator):
-    """Counts the matches up to ``BOUND`` past the page asked for, no further;
-    or takes an ``estimate`` instead (a search of common words only).
+    """Counts the matches up to ``BOUND`` past the page asked for, no further,
+    by reading their keys; when that read found them all, the page is read by
+    those keys.
 
-    Counting every prompt a common word matches reads them all: the count,
-    not the page, made a search take seconds. Past the bound, the list says
-    "more than" (templates/admin/askuser_app/prompt/pagination.html) and
-    pages on to the bound; a later page counts on from there. An estimate is
-    said to be one ("about")."""
+    Counting every prompt of a long history, or every one a common word
+    matches, reads them all. Past the bound, the list says "more than"
+    (templates/admin/askuser_app/prompt/pagination.html) and pages on to the
+    bound; a later page counts on from there. Under it, the page sorts the
+    matches found instead of walking the history newest first to find them
+    again: a rare word's page was a second read of every prompt on SQLite (and
+    on PostgreSQL whenever the planner took the word for a common one)."""
 
     BOUND = 1000
 
-    def __init__(
-        self, prompts: QuerySet[Prompt], per_page: int, *, page: int = 1, estimate: int | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, prompts: QuerySet[Prompt], per_page: int, *, page: int = 1, **kwargs: Any) -> None:
         super().__init__(prompts, per_page, **kwargs)
-        self.prompts, self.estimate = prompts, estimate
+        self.prompts = prompts
         self.bound = self.BOUND + (max(page, 1) - 1) * per_page
 
     @cached_property
+    def matches(self) -> list[uuid.UUID]:
+        """The keys of up to bound + 1 matches, in no order: any of them tell "more than" from a count."""
+        return list(self.prompts.order_by().values_list("pk", flat=True)[: self.bound + 1])
+
+    @cached_property
     def count(self) -> int:
-        if self.estimate is not None:
-            return self.estimate
-        return self.prompts[: self.bound + 1].count()
+        return len(self.matches)
 
     @property
     def bounded(self) -> bool:
         """Whether there are more matches than counted."""
-        return self.estimate is None and self.count > self.bound
+        return self.count > self.bound
+
+    def page(self, number: int | str) -> Page[Any]:
+        page = super().page(number)
+        if self.bounded:
+            return page
+        bottom = (page.number - 1) * self.per_page
+        top = self.count if page.number == self.num_pages else bottom + self.per_page
+        page.object_list = self.prompts.filter(pk__in=self.matches)[bottom:top]
+        return page
 
 
 @admin.register(Prompt)
@@ -463,14 +344,14 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
     )
     list_select_related = ("agent", "session", "session__owner", "resolved_by")
     date_hierarchy = "created_at"
-    search_fields = ("session__key", "questions__text", "questions__options__label", "questions__answer__free_text")
+    # Each word in one column of the prompt (Prompt.search_text: its session key, questions,
+    # option labels and free-text answers), which Django's own search reads with no join.
+    search_fields = ("search_text",)
     search_help_text = "Question text or header, option labels, free-text answers, session key or prompt id."
     ordering = ("-created_at",)
     list_per_page = 50
     # The list's count is bounded (BoundedPaginator); the unfiltered total would count all.
     show_full_result_count = False
-    # A search's estimated count, from get_search_results to get_paginator of the same request.
-    estimates: weakref.WeakKeyDictionary[HttpRequest, int] = weakref.WeakKeyDictionary()
     actions = ("cancel_pending",)
     fieldsets = (
         (None, {"fields": ("id", "status", "reason", "agent", "owner", "session", "run", "hook_event")}),
@@ -500,18 +381,21 @@ class PromptAdmin(PromptColumns, HistoryAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Prompt], search_term: str
     ) -> tuple[QuerySet[Prompt], bool]:
-        prompts, narrowed = searched(queryset, search_term)
-        if not narrowed:  # common words only: the count is estimated (get_paginator)
-            self.estimates[request] = estimated(queryset, search_term)
-        return prompts, False
+        """Django's search of ``search_text``, and the prompt whose id the term is."""
+        prompts, duplicates = super().get_search_results(request, queryset, search_term)
+        try:
+            prompt_id = uuid.UUID(search_term.strip())
+        except ValueError:
+            return prompts, duplicates
+        return prompts | queryset.filter(pk=prompt_id), duplicates
 
     def get_paginator(
         self, request: HttpRequest, queryset: QuerySet[Prompt], per_page: int, orphans: int = 0,
         allow_empty_first_page: bool = True,
     ) -> AnyPaginator:  # fmt: skip
         page = ascii_int(request.GET.get(PAGE_VAR), digits=PAGE_DIGITS) or 1
-        return BoundedPaginator(queryset, per_page, page=page, estimate=self.estimates.pop(request, None),
-                                orphans=orphans, allow_empty_first_page=allow_empty_first_page)  # fmt: skip
+        return BoundedPaginator(queryset, per_page, page=page, orphans=orphans,
+                                allow_empty_first_page=allow_empty_first_page)  # fmt: skip
 
     @admin.display(description="session", ordering="session__key")
     def session_key(self, prompt: Prompt) -> str:

@@ -291,6 +291,45 @@ def test_a_turn_steps_over_a_busy_hosts_30000_due_rows_to_the_owners_other_host_
             assert rows_read(plan["Plan"]) <= 500, query  # a few rows, never the backlog
 
 
+@pytest.mark.skipif(SCALED, reason="SQLite's planner; PostgreSQL's reads are the test above")
+@pytest.mark.django_db
+def test_on_sqlite_a_turn_reads_the_due_rows_down_the_partial_indexes_made_for_them(settings, owner):
+    settings.TELEGRAM_BOT_TOKEN, settings.TELEGRAM_API_URL = BOT, "http://127.0.0.1:9"
+    link = core.link_by_hand(owner, "telegram", "888", chat_id="888")
+    rows = (
+        Delivery(owner=owner, channel="telegram", link=link, address="888", host="telegram", notice=f"news {n}")
+        for n in range(BACKLOG)
+    )
+    Delivery.objects.bulk_create(rows, batch_size=2_000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # the planner knows the backlog is there
+    busy = Busy.of(engine.claim_due())  # two to Telegram: it is at its limit for this owner
+    Delivery.objects.create(owner=owner, channel="email", address="a@example.com", host="email", notice="n")
+    executed: list[tuple[str, Any]] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        executed.append((sql, params))  # as the engine sends it: its values bound, not written in
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        [claimed] = engine.claim_due(engine.SLOTS, busy)
+        engine.next_due(timezone.now())
+
+    assert claimed.host == "email"
+    due = [
+        (sql, params)
+        for sql, params in executed
+        if sql.startswith("SELECT") and '"askuser_app_delivery"' in sql and '"next_attempt_at" <' in sql
+    ]
+    assert len(due) >= 3  # the owners with rows due, the owner's oldest, each host's oldest; the next due
+    with connection.cursor() as cursor:
+        for sql, params in due:
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+            plan = " / ".join(str(row[-1]) for row in cursor.fetchall())
+            # Down a due index, never through the owner's every row (its foreign key's index) or a scan.
+            assert "USING INDEX delivery_" in plan and "owner_id_" not in plan and "SCAN U0" not in plan, plan
+
+
 # --- the rules, one claim at a time ------------------------------------------------------------
 
 
