@@ -377,7 +377,7 @@ def _new_prompt(asking: _Asking) -> Prompt:
         hook_kind=hook.kind if hook else "",
         hook_tool_use=hook.tool_use if hook else "",
         search_text=LINE.join(
-            [session.key, *(line for q in request.questions for line in (q.header, q.question, *labels(q)))]
+            [asking.session.key, *(line for q in request.questions for line in (q.header, q.question, *labels(q)))]
         ),
     )
 
