@@ -50,9 +50,9 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from askuser_app.agents import refusals
+from askuser_app.agents.calls import agent_call
 from askuser_app.domain import agentauth, contract
 from askuser_app.runtime import origins, proxies
-from askuser_app.runtime.asyncdb import database_call
 from askuser_client.client import (
     DEFAULT_WAIT,
     TOOL_FIELDS,
@@ -254,7 +254,7 @@ class HttpEndpoint:
             return await refusals.refuse(send, FOREIGN_ORIGIN, scope)
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
         try:
-            agent = await database_call(agentauth.agent_for)(headers.get("authorization"))
+            agent = await agent_call(agentauth.agent_for)(headers.get("authorization"))
         except agentauth.Unauthorized as exc:
             return await refusals.refuse(send, exc, scope)
         # The SDK binds each MCP session to the credential that opened it.

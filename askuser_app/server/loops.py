@@ -45,30 +45,12 @@ def once() -> list[Loop]:
     return list(polling.loops().values())
 
 
-_worker: bool | None = None  # what start() was told, in this process
-
-
 def start(*, worker: bool) -> None:
     """In the running event loop: the loops that run anywhere, and the worker's when ``worker``."""
-    global _worker
-    _worker = worker
     for loop in (*ANYWHERE, *(once() if worker else ())):
         loop.ensure_running()
     if not worker:
         _say_who_fetches()
-
-
-def started_again() -> None:
-    """On a request (``edge.FrontDoor``): the loops ``start`` started, running in this event loop.
-
-    A no-op for ``serve`` (Daphne runs one event loop). It is what keeps an application
-    driven without ``serve`` (the tests' in-process client, each test its own event loop)
-    doing its background work; to go once that client starts the loops as ``serve`` does."""
-    from django.conf import settings
-
-    worker = settings.ASKUSER_SERVE_WORKER if _worker is None else _worker
-    for loop in (*ANYWHERE, *(once() if worker else ())):
-        loop.ensure_running()
 
 
 def _say_who_fetches() -> None:

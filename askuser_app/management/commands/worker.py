@@ -4,7 +4,9 @@ It runs every loop (``askuser_app/server/loops.py``): those that run anywhere
 (deadlines, deliveries) and those one process of a deployment runs (chat apps
 fetched by polling). In the scaled mode one worker runs beside server
 processes started with ``serve --no-worker`` (their default with ``REDIS_URL``);
-Redis carries what it records to every one of them. SIGTERM or Ctrl-C stops it.
+Redis carries what it records to every one of them. With
+``ASKUSER_WORKER_METRICS_PORT`` it serves its own counters' ``/metrics`` there
+(``server/metrics.py``). SIGTERM or Ctrl-C stops it.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import asyncio
 import signal
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from askuser_app.runtime import realtime
-from askuser_app.server import loops
+from askuser_app.server import loops, metrics
 
 
 class Command(BaseCommand):
@@ -35,7 +38,14 @@ class Command(BaseCommand):
         stopping = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(signum, stopping.set)
+        port = settings.ASKUSER_WORKER_METRICS_PORT
+        scraped = metrics.WorkerMetrics(settings.ASKUSER_WORKER_METRICS_HOST, port).start() if port else None
         loops.start(worker=True)
-        self.stdout.write("Running the background loops; Ctrl-C stops.")
-        await stopping.wait()
-        await loops.stop()
+        said = f"; /metrics on {settings.ASKUSER_WORKER_METRICS_HOST}:{port}" if scraped else ""
+        self.stdout.write(f"Running the background loops{said}; Ctrl-C stops.")
+        try:
+            await stopping.wait()
+        finally:
+            await loops.stop()
+            if scraped is not None:
+                scraped.stop()
