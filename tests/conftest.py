@@ -5,6 +5,7 @@ the browser's setup (tests/browsers.py); and how pytest-xdist hands the tests to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import functools
 import html
@@ -15,6 +16,7 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -39,7 +41,7 @@ from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import KeptThreads, database_call
-from askuser_app.server import keptthreads
+from askuser_app.server import keptthreads, loops
 
 pytest_plugins = ["tests.servers", "tests.chatfake", "tests.mailfake", "tests.browsers", "tests.agentclis"]
 
@@ -370,8 +372,44 @@ async def asgi_request(method: str, url: str, **kwargs: Any) -> httpx.Response:
     from controlui.asgi import application
 
     transport = httpx.ASGITransport(app=application)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-        return await client.request(method, url, **kwargs)
+    with sparing_the_tests_connection():
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await client.request(method, url, **kwargs)
+
+
+class TestsConnection:
+    """Whether the test's connection, inside its transaction, is the one requests use, and
+    how many in-process requests are in flight meanwhile."""
+
+    shared = False
+    in_flight = 0
+    lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def sparing_the_tests_connection() -> Iterator[None]:
+    """While a request runs in a test inside a transaction, Django's request signals do not
+    close old connections, as Django's test clients have it around each of their own requests.
+
+    ``close_old_connections`` closes a connection whose autocommit is off, which is every
+    connection inside a transaction: the test's, used by Django's handler on the test's
+    thread and shared with the kept threads. Switched off once for the whole test, it would
+    come back with the test client's next request (which connects it again after its own)."""
+    if not TestsConnection.shared:
+        yield
+        return
+    with TestsConnection.lock:
+        TestsConnection.in_flight += 1
+        request_started.disconnect(close_old_connections)
+        request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        with TestsConnection.lock:
+            TestsConnection.in_flight -= 1
+            if not TestsConnection.in_flight:
+                request_started.connect(close_old_connections)
+                request_finished.connect(close_old_connections)
 
 
 async def asgi_get(url: str, headers: dict[str, str]) -> AsgiResponse:
@@ -404,9 +442,8 @@ def kept_threads_see_the_tests_database(request):
     """The ASGI application serves the agent routes and the panel's answer on threads of their
     own, as in production. In a test inside a transaction (pytest-django's ``db``) those
     threads use the test's connection, as Django's ``LiveServerTestCase`` hands its server
-    thread the test's: they see the test's rows and the test sees theirs, rolled back with it.
-    Meanwhile ``close_old_connections`` is off the request signals, as Django's test client
-    has it: it would close the test's connection in its transaction. In a test that commits
+    thread the test's: they see the test's rows and the test sees theirs, rolled back with it
+    (and each request spares it: ``sparing_the_tests_connection``). In a test that commits
     (``transaction=True``), they keep connections of their own, closed when the test ends."""
     marker = request.node.get_closest_marker("django_db")
     if marker is None and not {"db", "transactional_db"} & set(request.fixturenames):
@@ -422,16 +459,25 @@ def kept_threads_see_the_tests_database(request):
     shared.inc_thread_sharing()
     for threads in KEPT_THREADS:
         on_every_thread(threads, functools.partial(connections.__setitem__, DEFAULT_DB_ALIAS, shared))
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
+    TestsConnection.shared = True
     try:
         yield
     finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
+        TestsConnection.shared = False
         for threads in KEPT_THREADS:
             on_every_thread(threads, functools.partial(connections.__delitem__, DEFAULT_DB_ALIAS))
         shared.dec_thread_sharing()
+
+
+@pytest.fixture
+async def served_loops(settings) -> AsyncIterator[None]:
+    """The background loops, started in the test's event loop as ``manage.py serve`` starts
+    them once it listens (``loops.start``: the deadlines, the deliveries, and the chat apps'
+    polling where the process is the worker); cancelled when the test ends. A request starts
+    nothing: a test whose prompts must expire or be delivered in process asks for this."""
+    loops.start(worker=settings.ASKUSER_SERVE_WORKER)
+    yield
+    await loops.stop()
 
 
 @pytest.fixture
