@@ -30,7 +30,7 @@ from tests.servers import DaphneServer
 
 
 @pytest.fixture
-def telegram(settings, fake_api):
+def telegram(settings, fake_api, served_loops):
     settings.TELEGRAM_BOT_TOKEN = TOKEN
     settings.TELEGRAM_WEBHOOK_SECRET = SECRET
     settings.TELEGRAM_API_URL = fake_api.url
