@@ -471,13 +471,14 @@ def kept_threads_see_the_tests_database(request):
 
 @pytest.fixture
 async def served_loops(settings) -> AsyncIterator[None]:
-    """The background loops, started in the test's event loop as ``manage.py serve`` starts
-    them once it listens (``loops.start``: the deadlines, the deliveries, and the chat apps'
-    polling where the process is the worker); cancelled when the test ends. A request starts
-    nothing: a test whose prompts must expire or be delivered in process asks for this."""
-    loops.start(worker=settings.ASKUSER_SERVE_WORKER)
+    """The background loops and ``/mcp``'s session manager, started in the test's event loop as
+    ``manage.py serve`` starts them once it listens (``loops.start_serving``: the deadlines, the
+    deliveries, the chat apps' polling where the process is the worker); ended when the test
+    ends. A request starts nothing: a test whose prompts must expire or be delivered in
+    process, or that speaks MCP to the application in process, asks for this."""
+    loops.start_serving(worker=settings.ASKUSER_SERVE_WORKER)
     yield
-    await loops.stop()
+    await loops.stop_serving()
 
 
 @pytest.fixture

@@ -218,7 +218,7 @@ async def test_a_page_of_another_origin_is_refused(token, origin):
 
 
 @pytest.mark.parametrize("origin", [None, "http://testserver", "https://agents.example"])
-async def test_a_program_this_servers_pages_and_trusted_origins_may_call_it(token, settings, origin):
+async def test_a_program_this_servers_pages_and_trusted_origins_may_call_it(token, settings, origin, served_loops):
     settings.CSRF_TRUSTED_ORIGINS = ["https://agents.example"]
 
     response = await initialize(token, origin)

@@ -21,7 +21,7 @@ from askuser_app.agents.create import CreateRoute
 from askuser_app.domain import contract, services
 from askuser_app.server import edge, routing
 from controlui.asgi import application
-from tests.conftest import AsgiResponse, asgi_get, asgi_request, make_user, payload
+from tests.conftest import asgi_get, asgi_request, make_user, payload
 
 CSRF = "accesscsrftokenaccesscsrftoken12"  # an unmasked 32-character secret
 ROLES = ["anonymous", "token_a", "token_b", "revoked", "user_a", "user_b", "staff"]
@@ -232,14 +232,13 @@ def test_http_access(route, method, path, data, expected, role):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize(("path", "expected"), ASGI_RULES.items())
-def test_routes_in_front_of_django(path, expected, role):
-    world = World()
+async def test_routes_in_front_of_django(path, expected, role, served_loops):
+    from askuser_app.runtime.asyncdb import database_call
+
+    world = await database_call(World)()
     headers = {**world.headers(role), "Accept": "application/json"}
 
-    async def get() -> AsgiResponse:
-        return await asgi_get(path, headers)
-
-    assert async_to_sync(get)().status_code == expected[role]
+    assert (await asgi_get(path, headers)).status_code == expected[role]
 
 
 @pytest.mark.django_db(transaction=True)
