@@ -193,14 +193,15 @@ def database_config() -> dict[str, Any]:
 
 
 DATABASES = {"default": database_config()}
-# Threads that serve agents' creates (askuser_app/agents/create.py), each with its
-# kept connection. SQLite lets one connection write at a time: one thread
-# queues a process's creates for the lock instead of racing for it.
+# Threads that do the database work of the agent routes served in front of Django
+# (askuser_app/agents/calls.py: the create, the waits' reads, the hooks), each with
+# its kept connection; at least one. SQLite lets one connection write at a time: one
+# thread queues a process's creates for the lock instead of racing for it.
 ASKUSER_CREATE_THREADS = max(
     1, env_int("ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8)
 )
 # Threads that serve the panel's answers through Django (askuser_app/server/keptthreads.py),
-# each with its kept connection; one on SQLite, for the same reason as creates.
+# each with its kept connection; at least one; one on SQLite, for the same reason as creates.
 ASKUSER_ANSWER_THREADS = max(
     1, env_int("ASKUSER_ANSWER_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4)
 )

@@ -426,7 +426,7 @@ KEPT_THREADS = (calls.threads, keptthreads.threads)
 
 def on_every_thread(threads: KeptThreads, work) -> None:
     """Run ``work`` once on each of ``threads``: each holds until all of them have it."""
-    size = max(1, threads.size())
+    size = threads.size()
     together = threading.Barrier(size)
 
     def once() -> None:

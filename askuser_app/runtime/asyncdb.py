@@ -48,9 +48,9 @@ class KeptThreads:
         self.pool: ThreadPoolExecutor | None = None
 
     def executor(self) -> ThreadPoolExecutor:
-        """The threads, made on first use with the size the settings give (at least one)."""
+        """The threads, made on first use with the size the settings give (at least one, as they read it)."""
         if self.pool is None:
-            self.pool = ThreadPoolExecutor(max(1, self.size()), thread_name_prefix=self.name)
+            self.pool = ThreadPoolExecutor(self.size(), thread_name_prefix=self.name)
         return self.pool
 
     def run(self, func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
