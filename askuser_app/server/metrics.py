@@ -16,21 +16,23 @@ any path askuser does not serve, and gets Django's own 404: to anyone else
 there is nothing here, not even a door that says no.
 
 ``manage.py worker`` serves no HTTP, yet counts its loops' turns and failures and
-its deliveries. With ``ASKUSER_WORKER_METRICS_PORT`` it serves them on that port
-(``WorkerMetrics``, on a thread of its own beside the worker's event loop), under
-the same rule (``may_read``), as a target of its own; without the database
-gauges, which the server processes report for every process.
+its deliveries. With ``ASKUSER_WORKER_METRICS_PORT`` (or ``--metrics-fd``, a
+listening socket it inherits) it serves them there (``WorkerMetrics``, on a
+thread of its own beside the worker's event loop), under the same rule
+(``may_read``), as a target of its own; without the database gauges, which the
+server processes report for every process.
 """
 
 from __future__ import annotations
 
 import hmac
+import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from django.conf import settings
 from django.db.models import Count
@@ -116,7 +118,18 @@ def exposition(stored: Stored) -> bytes:
 
 
 class _Server(ThreadingMixIn, WSGIServer):
+    """WSGIServer on a socket already listening (bound here or inherited), not one it binds."""
+
     daemon_threads = True
+
+    def __init__(self, listener: socket.socket) -> None:
+        host, port = listener.getsockname()[:2]
+        super().__init__((host, port), _Quiet, bind_and_activate=False)
+        self.socket.close()
+        self.socket = listener
+        # What HTTPServer's and WSGIServer's server_bind set, without binding again.
+        self.server_name, self.server_port = str(host), int(port)
+        self.setup_environ()
 
 
 class _Quiet(WSGIRequestHandler):
@@ -125,11 +138,28 @@ class _Quiet(WSGIRequestHandler):
 
 
 class WorkerMetrics:
-    """``GET /metrics`` of a worker, with this process's counters, on ``host:port``."""
+    """``GET /metrics`` of a worker, with this process's counters, on a listening socket."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.server = make_server(host, port, self.app, server_class=_Server, handler_class=_Quiet)
+    def __init__(self, listener: socket.socket) -> None:
+        self.server = _Server(listener)
+        self.server.set_app(self.app)
         self.thread = threading.Thread(target=self.server.serve_forever, name="askuser-worker-metrics", daemon=True)
+
+    @classmethod
+    def on(cls, host: str, port: int) -> WorkerMetrics:
+        """Listening on ``host:port``, bound here."""
+        return cls(socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET))
+
+    @classmethod
+    def inherited(cls, fd: int) -> WorkerMetrics:
+        """On the listening socket ``fd`` this process inherited (systemd's, a test's): the
+        port is held from before the worker starts, so nothing else can take it meanwhile."""
+        return cls(socket.socket(fileno=fd))
+
+    @property
+    def address(self) -> str:
+        host, port = self.server.server_name, self.server.server_port
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     def start(self) -> WorkerMetrics:
         self.thread.start()

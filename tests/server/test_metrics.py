@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import auth, log_in, until_sync, wait_until_parked
-from tests.servers import DaphneServer, Worker, free_port
+from tests.servers import DaphneServer, Worker
 from tests.webhookfake import WEBHOOK_ENV, Receiver, ask_with_callback, cancel_over_http, finished
 
 TOKEN = "metrics-token-for-the-scraper"
@@ -142,15 +142,9 @@ def test_a_parked_wait_counts_while_it_waits(server, receiver, token):
 @pytest.mark.django_db(transaction=True)
 def test_the_workers_loops_are_counted_where_a_scrape_reaches_them(server_env):
     # manage.py worker serves no HTTP; its counters would otherwise be seen by nobody.
-    port = free_port()
-    env = {
-        **server_env,
-        "ASKUSER_WORKER_METRICS_PORT": str(port),
-        "ASKUSER_METRICS_TOKEN": TOKEN,
-        "ASKUSER_TRUSTED_PROXIES": "127.0.0.1",
-    }
-    worker = Worker(env).start()
-    url = f"http://127.0.0.1:{port}/metrics"
+    env = {**server_env, "ASKUSER_METRICS_TOKEN": TOKEN, "ASKUSER_TRUSTED_PROXIES": "127.0.0.1"}
+    worker = Worker(env, metrics=True).start()
+    url = f"{worker.metrics_url}/metrics"
     try:
 
         def turned() -> bool:
@@ -166,7 +160,7 @@ def test_the_workers_loops_are_counted_where_a_scrape_reaches_them(server_env):
         until_sync(turned)
         refused = httpx.get(url, headers=OUTSIDER, timeout=10)
         allowed = httpx.get(url, headers={**OUTSIDER, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
-        elsewhere = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+        elsewhere = httpx.get(f"{worker.metrics_url}/", timeout=10)
     finally:
         assert worker.stop() == 0, worker.output()
 
