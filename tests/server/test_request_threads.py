@@ -10,6 +10,7 @@ import threading
 
 import httpx
 import pytest
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.signals import request_started
 from django.db import connection
@@ -17,7 +18,7 @@ from django.db import connection
 from askuser_app.domain import agentauth, services
 from askuser_app.runtime import realtime
 from askuser_app.runtime.realtime import hub
-from tests.conftest import asgi_get, asgi_request, payload, until
+from tests.conftest import asgi_get, asgi_request, log_in, payload, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -177,3 +178,25 @@ async def test_requests_django_serves_at_the_same_time_never_share_a_thread():
         request_started.disconnect(meet)
 
     assert [r.status_code for r in responses] == [200, 200]
+
+
+def checked_out_of_the_pool() -> int:
+    """PostgreSQL connections taken from the pool and not given back, by any thread."""
+    stats = connection.pool.get_stats()
+    return stats["pool_size"] - stats["pool_available"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's connections come from a pool")
+def test_pages_not_found_keep_no_connection_out_of_the_pool(owner):
+    # Django renders a path no route matches on a thread of asyncio's own, where the page reads
+    # the person's login; a connection kept there is one fewer for every other request.
+    cookie = f"sessionid={log_in(owner)}"
+    connection.close()
+    before = checked_out_of_the_pool()
+
+    for _ in range(3):  # each through a new event loop, so on a new thread of asyncio's
+        response = async_to_sync(asgi_request)("GET", "/no/such/page", headers={"Cookie": cookie})
+        assert response.status_code == 404 and "alice" in response.text
+
+    connection.close()
+    assert checked_out_of_the_pool() == before
