@@ -193,16 +193,17 @@ def database_config() -> dict[str, Any]:
 
 
 DATABASES = {"default": database_config()}
-# Threads that serve agents' creates (askuser_app/agents/create.py), each with its
-# kept connection. SQLite lets one connection write at a time: one thread
-# queues a process's creates for the lock instead of racing for it.
-ASKUSER_CREATE_THREADS = env_int(
-    "ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8
+# Threads that do the database work of the agent routes served in front of Django
+# (askuser_app/agents/calls.py: the create, the waits' reads, the hooks), each with
+# its kept connection; at least one. SQLite lets one connection write at a time: one
+# thread queues a process's creates for the lock instead of racing for it.
+ASKUSER_CREATE_THREADS = max(
+    1, env_int("ASKUSER_CREATE_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 8)
 )
 # Threads that serve the panel's answers through Django (askuser_app/server/keptthreads.py),
-# each with its kept connection; one on SQLite, for the same reason as creates.
-ASKUSER_ANSWER_THREADS = env_int(
-    "ASKUSER_ANSWER_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4
+# each with its kept connection; at least one; one on SQLite, for the same reason as creates.
+ASKUSER_ANSWER_THREADS = max(
+    1, env_int("ASKUSER_ANSWER_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4)
 )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -330,6 +331,10 @@ ASKUSER_TRUSTED_PROXIES = env_networks("ASKUSER_TRUSTED_PROXIES")
 # /metrics is served to loopback clients, and to any client that sends this as a
 # Bearer token (askuser_app/server/metrics.py). Empty: loopback only.
 ASKUSER_METRICS_TOKEN = env_str("ASKUSER_METRICS_TOKEN")
+# manage.py worker serves no HTTP; with a port it serves its own counters' /metrics there
+# (askuser_app/server/metrics.py, WorkerMetrics), under the same rule. 0: not served.
+ASKUSER_WORKER_METRICS_PORT = env_int("ASKUSER_WORKER_METRICS_PORT", 0)
+ASKUSER_WORKER_METRICS_HOST = env_str("ASKUSER_WORKER_METRICS_HOST", "127.0.0.1")
 
 # Login throttling (django-axes) on the Control UI's and the admin's login:
 # after ASKUSER_LOGIN_FAILURES wrong passwords for one username from one

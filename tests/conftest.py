@@ -5,6 +5,7 @@ the browser's setup (tests/browsers.py); and how pytest-xdist hands the tests to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import functools
 import html
@@ -13,7 +14,9 @@ import os
 import re
 import shutil
 import signal
+import threading
 import time
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -28,14 +31,17 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group
 from django.core.cache import cache
+from django.core.signals import request_finished, request_started
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
 from django.test import Client
 from xdist.scheduler import LoadScopeScheduling
 
+from askuser_app.agents import calls
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 from askuser_app.runtime import realtime
-from askuser_app.runtime.asyncdb import database_call
-from askuser_app.server import edge, routing
+from askuser_app.runtime.asyncdb import KeptThreads, database_call
+from askuser_app.server import keptthreads, loops
 
 pytest_plugins = ["tests.servers", "tests.chatfake", "tests.mailfake", "tests.browsers", "tests.agentclis"]
 
@@ -327,50 +333,25 @@ def other_token(other_user):
 
 
 class AgentClient:
-    """The agent API as an agent sees it, through Django's test client."""
+    """The agent API as an agent sees it, through the ASGI application production serves."""
 
     def __init__(self, token: str | None) -> None:
-        self.client = Client()
         self.token = token
 
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         return {**headers, **(extra or {})}
 
-    def post(self, path: str, body: Any = None, *, raw: bytes | None = None, headers=None):
-        """The create goes through the ASGI app, as in production; the rest through Django."""
+    def post(self, path: str, body: Any = None, *, raw: bytes | None = None, headers=None) -> AsgiResponse:
         data = raw if raw is not None else json.dumps(body if body is not None else {})
-        url = f"/api/v1{path}"
-        if served_in_front_of_django("POST", url):
-            sent = {"Content-Type": "application/json", **self.headers(headers)}
-            return async_to_sync(asgi_post)(url, data, sent)
-        return self.client.post(url, data=data, content_type="application/json", headers=self.headers(headers))
+        sent = {"Content-Type": "application/json", **self.headers(headers)}
+        return async_to_sync(asgi_post)(f"/api/v1{path}", data, sent)
 
-    def get(self, path: str, headers=None):
-        """Long-polls go through the ASGI app, as in production; the rest through Django."""
-        url = f"/api/v1{path}"
-        if served_in_front_of_django("GET", url.split("?")[0]):
-            return async_to_sync(asgi_get)(url, self.headers(headers))
-        return self.client.get(url, headers=self.headers(headers))
+    def get(self, path: str, headers=None) -> AsgiResponse:
+        return async_to_sync(asgi_get)(f"/api/v1{path}", self.headers(headers))
 
-    def ask(self, body: dict[str, Any] | None = None, **kwargs):
+    def ask(self, body: dict[str, Any] | None = None, **kwargs) -> AsgiResponse:
         return self.post("/prompts", body if body is not None else payload(), **kwargs)
-
-
-def served_in_front_of_django(method: str, path: str) -> bool:
-    """Whether the ASGI router sends this request to a consumer rather than to Django."""
-    from askuser_app.agents.create import CreateRoute
-    from controlui.asgi import django_asgi_app
-
-    for route in routing.http_urlpatterns(django_asgi_app):
-        if route.pattern.match(path.lstrip("/")):
-            app = route.callback
-            if isinstance(app, edge.ByMethod):
-                app = app.methods.get(method, app.otherwise)
-            elif isinstance(app, CreateRoute) and method != "POST":
-                app = app.otherwise
-            return app is not django_asgi_app
-    return False
 
 
 class AsgiResponse:
@@ -391,8 +372,44 @@ async def asgi_request(method: str, url: str, **kwargs: Any) -> httpx.Response:
     from controlui.asgi import application
 
     transport = httpx.ASGITransport(app=application)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-        return await client.request(method, url, **kwargs)
+    with sparing_the_tests_connection():
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await client.request(method, url, **kwargs)
+
+
+class TestsConnection:
+    """Whether the test's connection, inside its transaction, is the one requests use, and
+    how many in-process requests are in flight meanwhile."""
+
+    shared = False
+    in_flight = 0
+    lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def sparing_the_tests_connection() -> Iterator[None]:
+    """While a request runs in a test inside a transaction, Django's request signals do not
+    close old connections, as Django's test clients have it around each of their own requests.
+
+    ``close_old_connections`` closes a connection whose autocommit is off, which is every
+    connection inside a transaction: the test's, used by Django's handler on the test's
+    thread and shared with the kept threads. Switched off once for the whole test, it would
+    come back with the test client's next request (which connects it again after its own)."""
+    if not TestsConnection.shared:
+        yield
+        return
+    with TestsConnection.lock:
+        TestsConnection.in_flight += 1
+        request_started.disconnect(close_old_connections)
+        request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        with TestsConnection.lock:
+            TestsConnection.in_flight -= 1
+            if not TestsConnection.in_flight:
+                request_started.connect(close_old_connections)
+                request_finished.connect(close_old_connections)
 
 
 async def asgi_get(url: str, headers: dict[str, str]) -> AsgiResponse:
@@ -403,11 +420,65 @@ async def asgi_post(url: str, body: bytes | str, headers: dict[str, str]) -> Asg
     return AsgiResponse(await asgi_request("POST", url, content=body, headers=headers))
 
 
+# The threads a served process keeps for its routes: the agents' calls and the panel's answers.
+KEPT_THREADS = (calls.threads, keptthreads.threads)
+
+
+def on_every_thread(threads: KeptThreads, work) -> None:
+    """Run ``work`` once on each of ``threads``: each holds until all of them have it."""
+    size = threads.size()
+    together = threading.Barrier(size)
+
+    def once() -> None:
+        work()
+        together.wait(DEADLINE)
+
+    for done in [threads.executor().submit(once) for _ in range(size)]:
+        done.result(DEADLINE)
+
+
 @pytest.fixture(autouse=True)
-def creates_in_the_tests_transaction(settings):
-    """A create served by the ASGI app runs on the thread the test's database calls share
-    (``ASKUSER_CREATE_THREADS=0``), so that it sees the test's rows and the test sees its own."""
-    settings.ASKUSER_CREATE_THREADS = 0
+def kept_threads_see_the_tests_database(request):
+    """The ASGI application serves the agent routes and the panel's answer on threads of their
+    own, as in production. In a test inside a transaction (pytest-django's ``db``) those
+    threads use the test's connection, as Django's ``LiveServerTestCase`` hands its server
+    thread the test's: they see the test's rows and the test sees theirs, rolled back with it
+    (and each request spares it: ``sparing_the_tests_connection``). In a test that commits
+    (``transaction=True``), they keep connections of their own, closed when the test ends."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None and not {"db", "transactional_db"} & set(request.fixturenames):
+        yield
+        return
+    request.getfixturevalue("db")
+    if not connection.in_atomic_block:
+        yield
+        for threads in KEPT_THREADS:
+            on_every_thread(threads, connections.close_all)
+        return
+    shared = connections[DEFAULT_DB_ALIAS]
+    shared.inc_thread_sharing()
+    for threads in KEPT_THREADS:
+        on_every_thread(threads, functools.partial(connections.__setitem__, DEFAULT_DB_ALIAS, shared))
+    TestsConnection.shared = True
+    try:
+        yield
+    finally:
+        TestsConnection.shared = False
+        for threads in KEPT_THREADS:
+            on_every_thread(threads, functools.partial(connections.__delitem__, DEFAULT_DB_ALIAS))
+        shared.dec_thread_sharing()
+
+
+@pytest.fixture
+async def served_loops(settings) -> AsyncIterator[None]:
+    """The background loops and ``/mcp``'s session manager, started in the test's event loop as
+    ``manage.py serve`` starts them once it listens (``loops.start_serving``: the deadlines, the
+    deliveries, the chat apps' polling where the process is the worker); ended when the test
+    ends. A request starts nothing: a test whose prompts must expire or be delivered in
+    process, or that speaks MCP to the application in process, asks for this."""
+    loops.start_serving(worker=settings.ASKUSER_SERVE_WORKER)
+    yield
+    await loops.stop_serving()
 
 
 @pytest.fixture

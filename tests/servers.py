@@ -144,17 +144,31 @@ class DaphneServer:
 
 
 class Worker:
-    """A ``manage.py worker`` process: the background loops without serving."""
+    """A ``manage.py worker`` process: the background loops without serving.
 
-    def __init__(self, env: dict[str, str]) -> None:
+    ``metrics``: serve ``/metrics`` (``--metrics-fd``) on a socket this process binds and
+    hands over, as DaphneServer serves: its port (``metrics_url``) is held from the moment
+    the worker is made, so no other test's free port can take it before the worker listens."""
+
+    def __init__(self, env: dict[str, str], *, metrics: bool = False) -> None:
         self.env = env
         self.log = Path(tempfile.mkstemp(prefix="worker-", suffix=".log")[1])
         self.process: subprocess.Popen[bytes] | None = None
+        self.metrics = socket.create_server(("127.0.0.1", 0)) if metrics else None
+        self.metrics_url = f"http://127.0.0.1:{self.metrics.getsockname()[1]}" if self.metrics else None
 
     def start(self) -> Worker:
+        command = [sys.executable, "manage.py", "worker"]
+        passed: tuple[int, ...] = ()
+        if self.metrics is not None:
+            command += ["--metrics-fd", str(self.metrics.fileno())]
+            passed = (self.metrics.fileno(),)
         with self.log.open("ab") as log:
-            command = [sys.executable, "manage.py", "worker"]
-            self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, pass_fds=passed
+            )
+        if self.metrics is not None:  # only the worker holds it now
+            self.metrics.close()
         return self
 
     def output(self) -> str:

@@ -8,12 +8,10 @@ most frequent write, that cost about as much CPU as the create itself
 long-poll is (a Channels ``AsyncHttpConsumer`` would add a channel-layer
 channel and, before every message, a hop to close old connections: 10 % of
 a create's CPU in the profile). Its token check and ``api.create`` run in
-one call on a thread kept for creates
-(``ASKUSER_CREATE_THREADS``), whose connection is kept too (SQLite's stays
-open, PostgreSQL's goes back to the pool). On SQLite that is one thread, so
-a process's creates queue for the write lock instead of racing for it in
-SQLite's busy handler. It is the create's one door: ``api.create_prompt``
-only describes the route in the OpenAPI document.
+one ``calls.agent_call``, the shape the long-polls' and the hooks' database
+work shares: a kept agent thread and its connection, announcements after
+commit. It is the create's one door: ``api.create_prompt`` only describes
+the route in the OpenAPI document.
 
 It sits behind the front door (``edge.FrontDoor``: the host check and the
 body bound) like every route, and answers refusals with ``refusals.refusal``. A
@@ -23,22 +21,20 @@ request this app would answer differently from Django, a plain-HTTP one under
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from django.conf import settings
 
 from askuser_app.agents import api, refusals
+from askuser_app.agents.calls import agent_call
 from askuser_app.domain import agentauth, contract
-from askuser_app.runtime import http, realtime
-from askuser_app.runtime.asyncdb import KeptThreads, dropping_old_connections
+from askuser_app.runtime import http
 
 log = logging.getLogger("askuser")
 
 CREATE_PATH = "/api/v1/prompts"
 Outcome = tuple[int, dict[str, Any], dict[str, str]]
-threads = KeptThreads(lambda: settings.ASKUSER_CREATE_THREADS, "create")
 
 
 class CreateRoute:
@@ -61,14 +57,13 @@ def serves(scope: dict[str, Any]) -> bool:
 
 
 async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """The create's ASGI app: read the body, create on a create thread, respond."""
+    """The create's ASGI app: read the body, create on an agent thread, respond."""
     body = await http.read_body(receive)
     if body is None:  # the client hung up
         return
     headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
     try:
-        with realtime.sending_on(asyncio.get_running_loop()):
-            outcome = await threads.run(dropping_old_connections(create))(headers, body)
+        outcome = await agent_call(create)(headers, body)
     except Exception:
         log.exception("A create failed")
         outcome = 500, contract.error_body("server_error", "The server failed to store the prompt."), {}
@@ -77,7 +72,7 @@ async def serve_create(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 def create(headers: dict[str, str], body: bytes) -> Outcome:
-    """The token check and the create, in one call on a create thread."""
+    """The token check and the create, in one call on an agent thread."""
     try:
         agent = agentauth.agent_for(headers.get("authorization"))
         created, created_headers = api.create(agent, headers.get("idempotency-key"), body)

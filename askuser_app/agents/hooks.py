@@ -33,10 +33,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from askuser_app.agents import api
+from askuser_app.agents.calls import agent_call
 from askuser_app.agents.waits import LongPoll, next_event, parked
 from askuser_app.domain import agentauth, contract, hooks, services
 from askuser_app.domain.chars import ascii_number
-from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.realtime import Inbox, hub, prompt_group
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ async def answer_hook(
     return kind.output(event, result)
 
 
-@database_call
+@agent_call
 def _take(authorization: str | None, body: bytes, name: str) -> tuple[Agent, Any]:
     """The token check and the event read; an event that asks nothing does here what it does."""
     agent = agentauth.agent_for(authorization)
@@ -119,7 +119,7 @@ def _has_session(event: Any) -> bool:
     return isinstance(session_id, str) and bool(session_id.strip())
 
 
-@database_call
+@agent_call
 def _ask(agent: Agent, event: Any, kind: hooks.Kind, wait: float, name: str) -> Prompt | None:
     """The prompt ``event`` asks; None when its session holds one for the same tool use."""
     request = kind.asks(event, wait, name)
@@ -147,7 +147,7 @@ def _asked_first(agent: Agent, event: Any, kind: hooks.Kind) -> Prompt | None:
     return newest if newest.hook_tool_use == hooks.asked_use(kind, event) else None
 
 
-@database_call
+@agent_call
 def _result(prompt: Prompt) -> dict[str, Any] | None:
     """The prompt's result if it resolved before the wait began listening."""
     state = services.result_expiring_if_overdue(prompt)
@@ -164,7 +164,7 @@ async def _waiting(inbox: Inbox, end: float) -> dict[str, Any] | None:
             return result
 
 
-@database_call
+@agent_call
 def _hand_back(prompt: Prompt, agent: Agent) -> dict[str, Any] | None:
     """Close the prompt unanswered; an answer (or an end) that won meanwhile is the result."""
     try:

@@ -50,9 +50,9 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from askuser_app.agents import refusals
+from askuser_app.agents.calls import agent_call
 from askuser_app.domain import agentauth, contract
 from askuser_app.runtime import origins, proxies
-from askuser_app.runtime.asyncdb import database_call
 from askuser_client.client import (
     DEFAULT_WAIT,
     TOOL_FIELDS,
@@ -237,15 +237,30 @@ def endpoint() -> HttpEndpoint:
 class HttpEndpoint:
     """``/mcp`` for agents with a token; tool calls go to ``api_app`` in process.
 
-    The SDK's session manager needs a running task group. Daphne does not
-    speak the lifespan protocol, so it is started on the first request, once
-    per event loop.
+    The SDK's session manager needs a running task group (its public
+    ``run()``). ``manage.py serve`` starts it with the background loops once it
+    listens (``start``, from ``server/loops.py``'s ``start_serving``), in the
+    event loop that serves, before any request; a request never starts it.
     """
 
     def __init__(self, api_app: Any) -> None:
         self.api_app = api_app
         self.server = build_server(self.asker_for)
         self.managers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Running] = weakref.WeakKeyDictionary()
+
+    def start(self) -> None:
+        """In the running event loop: the session manager, until ``stop`` (or the loop's end)."""
+        loop = asyncio.get_running_loop()
+        running = self.managers.get(loop)
+        if running is None or running.task.done():
+            self.managers[loop] = Running.start(self.server)
+
+    async def stop(self) -> None:
+        """End the running event loop's session manager, and with it every MCP session it holds."""
+        running = self.managers.pop(asyncio.get_running_loop(), None)
+        if running is not None:
+            running.task.cancel()
+            await asyncio.gather(running.task, return_exceptions=True)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         # Another site's page (a DNS rebinding, a page on a local port) never drives the tool
@@ -254,7 +269,7 @@ class HttpEndpoint:
             return await refusals.refuse(send, FOREIGN_ORIGIN, scope)
         headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]}
         try:
-            agent = await database_call(agentauth.agent_for)(headers.get("authorization"))
+            agent = await agent_call(agentauth.agent_for)(headers.get("authorization"))
         except agentauth.Unauthorized as exc:
             return await refusals.refuse(send, exc, scope)
         # The SDK binds each MCP session to the credential that opened it.
@@ -280,10 +295,9 @@ class HttpEndpoint:
             yield Asker(askuser, session, query.get("run_id") or None, None if given else client_name(ctx))
 
     async def manager(self) -> StreamableHTTPSessionManager:
-        loop = asyncio.get_running_loop()
-        running = self.managers.get(loop)
+        running = self.managers.get(asyncio.get_running_loop())
         if running is None or running.task.done():
-            running = self.managers[loop] = Running.start(self.server)
+            raise RuntimeError("/mcp's session manager is not running: manage.py serve starts it (loops.start_serving)")
         await running.ready.wait()
         return running.manager
 

@@ -5,7 +5,7 @@
 
 Django gives every in-flight request a thread of its own: a thousand parked
 waits would be a thousand threads. Here a parked wait is a coroutine and a
-queue in the hub; its database reads run in short ``database_call``s before
+queue in the hub; its database reads run in short ``calls.agent_call``s before
 it parks, so it holds no thread and no connection while it waits.
 
 What one agent, one owner and one client address may hold parked at once is
@@ -30,10 +30,10 @@ from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 
 from askuser_app.agents import refusals
+from askuser_app.agents.calls import agent_call
 from askuser_app.domain import agentauth, contract, services
 from askuser_app.domain.chars import ascii_int, ascii_number
 from askuser_app.runtime import http, metrics, proxies
-from askuser_app.runtime.asyncdb import database_call
 from askuser_app.runtime.realtime import Inbox, hub, prompt_group, session_group
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def _deadline(state: dict[str, Any]) -> float:
     return datetime.fromisoformat(state["expires_at"]).timestamp()
 
 
-@database_call
+@agent_call
 def _read_state(authorization: str | None, prompt_id: uuid.UUID | None) -> tuple[Agent, dict[str, Any]]:
     """The agent the token names (one read: the caps need it) and the prompt's state."""
     agent = agentauth.agent_for(authorization)
@@ -187,13 +187,13 @@ async def _messages_arriving(inbox: Inbox, session_id: int, after: int, end: flo
     return messages
 
 
-@database_call
+@agent_call
 def _session(authorization: str | None, key: str) -> tuple[Agent, Session]:
     agent = agentauth.agent_for(authorization)
     return agent, services.session_for_owner(agent.owner_id, key)
 
 
-@database_call
+@agent_call
 def _messages_after(session_id: int, after: int) -> list[dict[str, Any]]:
     return [contract.message_json(m) for m in services.messages_after(session_id, after)]
 
@@ -242,7 +242,7 @@ class LongPoll(AsyncHttpConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels' dispatch first closes old connections, on a thread hop of
         # its own, even inside a test's transaction; the waits' reads close
-        # them themselves (``database_call``), never inside a transaction.
+        # them themselves (``calls.agent_call``), never inside a transaction.
         await getattr(self, get_handler_name(message))(message)
 
     async def handle(self, body: bytes) -> None:

@@ -40,23 +40,22 @@ class KeptThreads:
     """A route's own threads, made with its first request once settings are read.
 
     A thread kept for a route keeps its database connection too, which is why
-    the create and the answer are served on these rather than on a new thread
-    per request. A size of 0 keeps none: the route's calls then run on the
-    thread the process's other database calls share (``database_call``'s), as
-    the test suite runs them, inside each test's transaction."""
+    the agent routes and the answer are served on these rather than on a new
+    thread per request."""
 
     def __init__(self, size: Callable[[], int], name: str) -> None:
         self.size, self.name = size, name
         self.pool: ThreadPoolExecutor | None = None
 
-    def run(self, func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
-        """``func`` as a coroutine on these threads, or on the shared one when there are none."""
-        size = self.size()
-        if not size:
-            return sync_to_async(func, thread_sensitive=True)
+    def executor(self) -> ThreadPoolExecutor:
+        """The threads, made on first use with the size the settings give (at least one, as they read it)."""
         if self.pool is None:
-            self.pool = ThreadPoolExecutor(size, thread_name_prefix=self.name)
-        return sync_to_async(func, thread_sensitive=False, executor=self.pool)
+            self.pool = ThreadPoolExecutor(self.size(), thread_name_prefix=self.name)
+        return self.pool
+
+    def run(self, func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+        """``func`` as a coroutine on these threads."""
+        return sync_to_async(func, thread_sensitive=False, executor=self.executor())
 
 
 class OwnThread:

@@ -1,7 +1,6 @@
 """Background work inside each server process: the deadline and delivery loops.
 
-Daphne does not speak the ASGI lifespan protocol, so a loop starts on its
-process's first request (and at start-up where lifespan is spoken). Each
+A loop starts when its process is ready to serve (``server/loops.py``). Each
 turn does its work and sleeps until the moment the work names, or at most
 ``recheck`` seconds (to see what other processes recorded), or until this
 process wakes it after committing something new. A loop with a ``calm``

@@ -5,8 +5,7 @@ A bad host or a body too large is refused here with ``refuse`` from
 becomes a response, so these refusals read as on every other route.
 
 ``FrontDoor`` wraps the HTTP router: it checks the host as Django does and bounds
-the body. The background loops start with the server (``loops.py``); here they are only
-kept running in the request's event loop (``loops.started_again``), for the tests' in-process client.
+the body. Nothing starts here: the background loops start with the server (``loops.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from askuser_app.domain.chars import ascii_int
 from askuser_app.runtime import proxies
 from askuser_app.runtime.http import App, Receive, Scope, Send, header, respond
 from askuser_app.runtime.realtime import hub
-from askuser_app.server import loops
 
 # --- the front door ------------------------------------------------------------------------
 
@@ -41,7 +39,6 @@ class FrontDoor:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        loops.started_again()
         if not host_allowed(scope):
             return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."), scope)
         bounded = await bounded_body(scope, receive, send)

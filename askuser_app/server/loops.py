@@ -20,7 +20,10 @@ mode's one process does everything; off with it, where one ``manage.py worker``
 runs beside the server processes). ``manage.py serve --no-worker`` and
 ``--worker`` choose for one process.
 
-Loops start when the process is ready (``start``), never on a request.
+Loops start when the process is ready (``start``), never on a request. A process
+that serves (``manage.py serve``) starts them with ``start_serving``, which also
+starts ``/mcp``'s session manager (``agents/mcp_server.py``), and ends both with
+``stop_serving``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from askuser_app.agents import mcp_server
 from askuser_app.delivery import channels, engine
 from askuser_app.delivery.channels.base import Polling
 from askuser_app.delivery.channels.chats import polling
@@ -45,30 +49,18 @@ def once() -> list[Loop]:
     return list(polling.loops().values())
 
 
-_worker: bool | None = None  # what start() was told, in this process
-
-
 def start(*, worker: bool) -> None:
     """In the running event loop: the loops that run anywhere, and the worker's when ``worker``."""
-    global _worker
-    _worker = worker
     for loop in (*ANYWHERE, *(once() if worker else ())):
         loop.ensure_running()
     if not worker:
         _say_who_fetches()
 
 
-def started_again() -> None:
-    """On a request (``edge.FrontDoor``): the loops ``start`` started, running in this event loop.
-
-    A no-op for ``serve`` (Daphne runs one event loop). It is what keeps an application
-    driven without ``serve`` (the tests' in-process client, each test its own event loop)
-    doing its background work; to go once that client starts the loops as ``serve`` does."""
-    from django.conf import settings
-
-    worker = settings.ASKUSER_SERVE_WORKER if _worker is None else _worker
-    for loop in (*ANYWHERE, *(once() if worker else ())):
-        loop.ensure_running()
+def start_serving(*, worker: bool) -> None:
+    """In a serving process's event loop, once it listens: the loops (``start``) and ``/mcp``'s session manager."""
+    start(worker=worker)
+    mcp_server.endpoint().start()
 
 
 def _say_who_fetches() -> None:
@@ -87,3 +79,9 @@ async def stop() -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def stop_serving() -> None:
+    """What ``start_serving`` started, ended: the loops and ``/mcp``'s sessions."""
+    await stop()
+    await mcp_server.endpoint().stop()

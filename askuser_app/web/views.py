@@ -24,6 +24,7 @@ from askuser_app.delivery import channels
 from askuser_app.domain import contract, prefs, services
 from askuser_app.models import Prompt, Session
 from askuser_app.runtime import i18n
+from askuser_app.runtime.asyncdb import dropping_old_connections
 from askuser_app.runtime.http import LoggedInRequest
 from askuser_app.web import ui
 
@@ -246,8 +247,14 @@ def locked_out(request: HttpRequest, response: HttpResponse | None = None, crede
     return render(request, "registration/locked_out.html", context, status=429)
 
 
+@dropping_old_connections
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """404: JSON for the agent API, the Control UI's page for people."""
+    """404: JSON for the agent API, the Control UI's page for people.
+
+    A path no route matches is turned into this page by Django's ASGI handler on a thread
+    of asyncio's own (``response_for_exception``, ``thread_sensitive=False``), where the page
+    reads the person's login and user; no ``request_finished`` drops that connection there,
+    so it is dropped here, or each such thread would keep one out of PostgreSQL's pool."""
     if request.path.startswith("/api/"):
         body = {
             "error": "not_found",

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from askuser_app.agents import create
 from askuser_app.domain import services
 from askuser_app.models import Prompt, PromptEvent, Run, Session
 from tests.conftest import AgentClient, payload
@@ -26,20 +23,15 @@ def test_it_creates_a_pending_prompt(api, agent):
     assert list(prompt.events.values_list("kind", flat=True)) == ["created"]
 
 
-def test_a_create_in_a_new_session_is_one_short_transaction(token, django_assert_max_num_queries, settings):
+def test_a_create_in_a_new_session_is_one_short_transaction(api, django_assert_max_num_queries, settings):
     settings.ASKUSER_RATE_LIMIT = 0
-    # The create route's one call on its thread (agents/create.py), as a request runs it; not
-    # through the application, whose first request starts the background loops, whose reads
-    # would be counted with it.
-    headers = {"authorization": f"Bearer {token}"}
-    status, _body, _headers = create.create(headers, json.dumps(payload(session="warm-up")).encode())
-    assert status == 201  # the token's first use also records it
+    # Through the application, on its agent thread, which shares the test's connection (tests/conftest.py).
+    assert api.ask(payload(session="warm-up")).status_code == 201  # the token's first use also records it
 
     # The token, BEGIN, the session and the run (one statement each), the prompt, its
     # questions, their options, the event, whom to email and which devices to push to, COMMIT.
     with django_assert_max_num_queries(12):
-        status, _body, _headers = create.create(headers, json.dumps(payload(session="fresh")).encode())
-    assert status == 201
+        assert api.ask(payload(session="fresh")).status_code == 201
 
 
 def test_a_new_prompt_reads_as_pending(api, asked):

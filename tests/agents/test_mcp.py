@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
+from askuser_app.agents import mcp_server
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 from tests.conftest import DEADLINE, QUESTION, asgi_request, auth, log_in, pending_prompt, until, until_async
@@ -218,12 +219,22 @@ async def test_a_page_of_another_origin_is_refused(token, origin):
 
 
 @pytest.mark.parametrize("origin", [None, "http://testserver", "https://agents.example"])
-async def test_a_program_this_servers_pages_and_trusted_origins_may_call_it(token, settings, origin):
+async def test_a_program_this_servers_pages_and_trusted_origins_may_call_it(token, settings, origin, served_loops):
     settings.CSRF_TRUSTED_ORIGINS = ["https://agents.example"]
 
     response = await initialize(token, origin)
 
     assert response.status_code == 200 and '"serverInfo"' in response.text
+
+
+async def test_the_session_manager_runs_once_the_loops_start_before_any_mcp_request(served_loops):
+    # manage.py serve starts it with the loops once it listens (loops.start_serving): the first
+    # /mcp request finds it running instead of starting it, so no request pays for the start.
+    running = mcp_server.endpoint().managers.get(asyncio.get_running_loop())
+
+    assert running is not None, "no session manager runs in this event loop before a request"
+    await asyncio.wait_for(running.ready.wait(), DEADLINE)  # inside the SDK's run()
+    assert not running.task.done()
 
 
 # --- a session per conversation --------------------------------------------------------------

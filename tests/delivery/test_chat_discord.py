@@ -506,7 +506,7 @@ class Discord:
 
 
 @pytest.fixture
-def chat(api, settings):
+def chat(api, settings, served_loops):
     settings.ASKUSER_PUBLIC_URL = PUBLIC
     settings.ASKUSER_CHAT_RETRY_BASE = 0.05
     return Discord(api)

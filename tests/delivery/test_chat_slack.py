@@ -488,7 +488,7 @@ class Slack:
 
 
 @pytest.fixture
-def slack_app(slack_settings, fake_api: FakeAPI) -> Slack:
+def slack_app(slack_settings, fake_api: FakeAPI, served_loops) -> Slack:
     slack_settings.ASKUSER_PUBLIC_URL = PUBLIC
     slack_settings.ASKUSER_CHAT_RETRY_BASE = 0.05
     return Slack(fake_api)

@@ -30,7 +30,7 @@ from tests.servers import DaphneServer
 
 
 @pytest.fixture
-def telegram(settings, fake_api):
+def telegram(settings, fake_api, served_loops):
     settings.TELEGRAM_BOT_TOKEN = TOKEN
     settings.TELEGRAM_WEBHOOK_SECRET = SECRET
     settings.TELEGRAM_API_URL = fake_api.url
@@ -548,7 +548,7 @@ def test_a_send_cut_off_by_a_crash_is_made_again_after_the_restart(server_env, f
         assert telegram.held.wait(DEADLINE)
         first.kill()  # …when its server dies
         telegram.hold.set()
-        second = DaphneServer(env, port=first.port).start()  # its first request starts its loops
+        second = DaphneServer(env, port=first.port).start()  # started with its loops, as serve starts them
         try:
             sent = fake_api.wait_for(telegram.path("sendMessage"), 2, timeout=DEADLINE)
             prompt_id = created.json()["id"]

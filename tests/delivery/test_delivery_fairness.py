@@ -402,7 +402,7 @@ async def test_a_webhook_cut_off_by_a_crash_is_sent_again_after_the_restart_and_
         assert await asyncio.to_thread(receiver.arrived.wait, SETTLE)
         first.kill()  # …when its server dies
         receiver.release.set()
-        second = DaphneServer(env, port=first.port).start()  # its first request starts its engine
+        second = DaphneServer(env, port=first.port).start()  # started with its engine, as serve starts it
         try:
             delivery = await found(
                 lambda: WebhookDelivery.objects.filter(prompt_id=prompt_id, status="delivered").first()

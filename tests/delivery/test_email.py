@@ -178,7 +178,7 @@ def test_a_changed_address_choice_or_setting_is_followed_by_the_next_create(smtp
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_the_engine_mails_an_unanswered_prompt_once_its_delay_has_passed(smtp, addressed, token):
+async def test_the_engine_mails_an_unanswered_prompt_once_its_delay_has_passed(smtp, addressed, token, served_loops):
     await database_call(wait_seconds)(addressed, 1)
 
     prompt_id = await create(token)
@@ -250,7 +250,7 @@ def test_a_mail_after_the_owner_turned_mail_off_or_changed_address_is_not_sent(s
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_a_permanent_refusal_fails_the_mail_after_one_try(smtp, addressed, token):
+async def test_a_permanent_refusal_fails_the_mail_after_one_try(smtp, addressed, token, served_loops):
     smtp.refuse_rcpt = "550 5.1.1 No such user here"
     await database_call(wait_seconds)(addressed, 1)
 
@@ -262,7 +262,7 @@ async def test_a_permanent_refusal_fails_the_mail_after_one_try(smtp, addressed,
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_a_deferral_is_retried_until_the_server_takes_the_mail(smtp, addressed, token):
+async def test_a_deferral_is_retried_until_the_server_takes_the_mail(smtp, addressed, token, served_loops):
     smtp.refuse_rcpt = "450 4.2.1 Mailbox busy, try later"
     await database_call(wait_seconds)(addressed, 1)
     prompt_id = await create(token)

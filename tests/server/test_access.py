@@ -9,7 +9,6 @@ and fails for any route that has no rule here.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -22,7 +21,7 @@ from askuser_app.agents.create import CreateRoute
 from askuser_app.domain import contract, services
 from askuser_app.server import edge, routing
 from controlui.asgi import application
-from tests.conftest import AsgiResponse, asgi_get, asgi_request, make_user, payload, served_in_front_of_django
+from tests.conftest import asgi_get, asgi_request, make_user, payload
 
 CSRF = "accesscsrftokenaccesscsrftoken12"  # an unmasked 32-character secret
 ROLES = ["anonymous", "token_a", "token_b", "revoked", "user_a", "user_b", "staff"]
@@ -56,24 +55,17 @@ class World:
         return client
 
     def request(self, role: str, method: str, path: str, body=None, form=None) -> int:
+        """The request through the ASGI application production serves, logged in as the role's user."""
         path = path.replace("{prompt}", str(self.prompt.pk))
-        client = self.client(role)
-        if served_in_front_of_django(method, path.split("?")[0]):
-            cookie = client.cookies.get("sessionid")
-            login = f"sessionid={cookie.value}; " if cookie else ""
-            # A page's form carries its CSRF token: Django checks it on every route.
-            headers = {**self.headers(role), "Cookie": f"{login}csrftoken={CSRF}", "X-CSRFToken": CSRF}
-            if method == "GET":
-                return async_to_sync(asgi_get)(path, headers).status_code
-            if form is not None:
-                return async_to_sync(asgi_request)(method, path, data=form, headers=headers).status_code
-            return async_to_sync(asgi_request)(method, path, json=body or {}, headers=headers).status_code
+        cookie = self.client(role).cookies.get("sessionid")
+        login = f"sessionid={cookie.value}; " if cookie else ""
+        # A page's form carries its CSRF token: Django checks it on every route.
+        headers = {**self.headers(role), "Cookie": f"{login}csrftoken={CSRF}", "X-CSRFToken": CSRF}
         if method == "GET":
-            return client.get(path, headers=self.headers(role)).status_code
+            return async_to_sync(asgi_get)(path, headers).status_code
         if form is not None:
-            return client.post(path, form, headers=self.headers(role)).status_code
-        data = json.dumps(body or {})
-        return client.post(path, data, content_type="application/json", headers=self.headers(role)).status_code
+            return async_to_sync(asgi_request)(method, path, data=form, headers=headers).status_code
+        return async_to_sync(asgi_request)(method, path, json=body or {}, headers=headers).status_code
 
 
 def expect(default: int, **by_role: int) -> dict[str, int]:
@@ -222,18 +214,11 @@ WS_RULES = [
 ]
 
 
-def http_rule(rule: tuple) -> object:
-    """A rule as a test case; a write served in front of Django runs on a thread of
-    its own, which sees only committed rows."""
-    _, method, path, *_ = rule
-    in_front = method != "GET" and served_in_front_of_django(method, path)
-    return pytest.param(*rule, marks=pytest.mark.django_db(transaction=in_front))
-
-
+@pytest.mark.django_db
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize(
     ("route", "method", "path", "data", "expected"),
-    [http_rule(rule) for rule in HTTP_RULES],
+    HTTP_RULES,
     ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_http_access(route, method, path, data, expected, role):
@@ -247,14 +232,13 @@ def test_http_access(route, method, path, data, expected, role):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize(("path", "expected"), ASGI_RULES.items())
-def test_routes_in_front_of_django(path, expected, role):
-    world = World()
+async def test_routes_in_front_of_django(path, expected, role, served_loops):
+    from askuser_app.runtime.asyncdb import database_call
+
+    world = await database_call(World)()
     headers = {**world.headers(role), "Accept": "application/json"}
 
-    async def get() -> AsgiResponse:
-        return await asgi_get(path, headers)
-
-    assert async_to_sync(get)().status_code == expected[role]
+    assert (await asgi_get(path, headers)).status_code == expected[role]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import auth, log_in, until_sync, wait_until_parked
-from tests.servers import DaphneServer
+from tests.servers import DaphneServer, Worker
 from tests.webhookfake import WEBHOOK_ENV, Receiver, ask_with_callback, cancel_over_http, finished
 
 TOKEN = "metrics-token-for-the-scraper"
@@ -136,3 +136,35 @@ def test_a_parked_wait_counts_while_it_waits(server, receiver, token):
 
         assert waiting.result().json()["status"] == "no_answer"
     assert (parked, value(samples(scrape(server).text), "askuser_waits_parked")) == (1, 0)
+
+
+@pytest.mark.live
+@pytest.mark.django_db(transaction=True)
+def test_the_workers_loops_are_counted_where_a_scrape_reaches_them(server_env):
+    # manage.py worker serves no HTTP; its counters would otherwise be seen by nobody.
+    env = {**server_env, "ASKUSER_METRICS_TOKEN": TOKEN, "ASKUSER_TRUSTED_PROXIES": "127.0.0.1"}
+    worker = Worker(env, metrics=True).start()
+    url = f"{worker.metrics_url}/metrics"
+    try:
+
+        def turned() -> bool:
+            try:
+                scraped = samples(httpx.get(url, timeout=10).text)
+            except httpx.TransportError:
+                return False
+            return all(
+                (value(scraped, "askuser_loop_turns_total", loop=name) or 0) >= 1
+                for name in ("Expiring prompts", "Delivering")
+            )
+
+        until_sync(turned)
+        refused = httpx.get(url, headers=OUTSIDER, timeout=10)
+        allowed = httpx.get(url, headers={**OUTSIDER, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
+        elsewhere = httpx.get(f"{worker.metrics_url}/", timeout=10)
+    finally:
+        assert worker.stop() == 0, worker.output()
+
+    assert (refused.status_code, elsewhere.status_code) == (404, 404)
+    assert "askuser_" not in refused.text
+    assert allowed.status_code == 200
+    assert value(samples(allowed.text), "askuser_loop_turns_total", loop="Delivering") >= 1

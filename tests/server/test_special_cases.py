@@ -1,6 +1,7 @@
 """askuser_app/server/README.md, the performance special cases, one section each:
 every file and test a case names exists, so the list cannot outlive what it lists,
-and each case says where it is, its measured figure, its target and its guarding test."""
+and each case says, in a short section, where it is, what it does instead of the framework's way,
+the figure it bought, the test that fails when the framework changes under it, and when it can go."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ def cases() -> list[str]:
     return found
 
 
-def test_every_case_says_where_it_is_what_it_measured_its_target_and_its_test():
+def test_every_case_says_where_it_is_what_it_bought_and_its_test_in_a_short_section():
     for case in cases():
-        for field in ("Where", "Replaces", "Measured", "Target", "Verdict", "Guarded by", "Can go when"):
-            assert f"- **{field}" in case, (case.splitlines()[0], field)
+        for field in ("Where", "Instead of", "Bought", "Guarded by", "Can go when"):
+            assert f"- **{field}:** " in case, (case.splitlines()[0], field)
+        # The measurements themselves are written up in docs/PERFORMANCE.md.
+        assert len(case) < 1600, (case.splitlines()[0], len(case))
+        assert max(len(line) for line in case.splitlines()) <= 100, case.splitlines()[0]
 
 
 def test_every_file_the_page_names_exists():

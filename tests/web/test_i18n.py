@@ -28,7 +28,7 @@ from askuser_app.models import Preferences, Prompt
 from askuser_app.runtime import i18n
 from askuser_app.runtime.asyncdb import database_call
 from controlui.asgi import application
-from tests.conftest import EXTRAS, payload
+from tests.conftest import EXTRAS, log_in, payload
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUES = ROOT / "askuser_app" / "locale"
@@ -100,8 +100,8 @@ def test_the_persons_setting_beats_the_browsers_language(owner):
 def test_the_agent_api_stays_english_whatever_the_person_chose(owner, api):
     prefer(owner, "hi")
 
-    api.client.force_login(owner)  # even with the person's login beside the token
-    refused = api.ask(payload(session="bad key!"), headers={"Accept-Language": "hi"})
+    login = f"sessionid={log_in(owner)}"  # even with the person's login beside the token
+    refused = api.ask(payload(session="bad key!"), headers={"Accept-Language": "hi", "Cookie": login})
 
     assert refused.status_code == 422 and refused.json()["error"] == "invalid_request"
     assert re.fullmatch(r"[\x00-\x7f]*", refused.content.decode()), "an agent error in English"

@@ -1,9 +1,10 @@
 """``manage.py serve``: the one way askuser serves, in development (``make run``) and in production.
 
 Daphne serves ``controlui.asgi:application`` through its public ``Server``; once
-it listens (its ``ready_callable``), the background loops start in its event loop
-(``askuser_app/server/loops.py``), before any request, so after a restart the
-deadlines fire, deliveries leave and chat apps are fetched with nobody asking.
+it listens (its ``ready_callable``), the background loops and ``/mcp``'s session
+manager start in its event loop (``askuser_app/server/loops.py``,
+``start_serving``), before any request, so after a restart the deadlines fire,
+deliveries leave and chat apps are fetched with nobody asking.
 Daphne speaks no ASGI lifespan; a server that does (Uvicorn) would be a second
 server beside the design's Daphne for one start-up hook: docs/DEPLOYMENT.md
 ("Processes") has the figures.
@@ -91,7 +92,7 @@ class Command(BaseCommand):
         """Listening, its event loop about to run: the loops start in its first step."""
         from askuser_app.server import loops
 
-        asyncio.get_event_loop().call_soon(functools.partial(loops.start, worker=worker))
+        asyncio.get_event_loop().call_soon(functools.partial(loops.start_serving, worker=worker))
         said = "with the worker's loops" if worker else "without the worker's loops (manage.py worker runs them)"
         self.stdout.write(f"Serving on {', '.join(endpoints)}, {said}; Ctrl-C stops.")
 
