@@ -22,6 +22,7 @@ import redis
 from asgiref.sync import async_to_sync
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from django.conf import settings as live_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from django.utils import timezone
@@ -835,9 +836,20 @@ async def tab(tabs: list[Any], user: Any, *, visible: bool) -> Any:
 
 
 async def says(socket: Any, user: Any, *, visible: bool) -> None:
-    """The page becomes visible or hidden, and the server has heard it."""
+    """The page becomes visible or hidden, and the server has heard it: in the scaled mode, has
+    kept its word in Redis, where the other processes read it. (This process's own count changes
+    first, and its word is written after; waiting on the count alone let another process ask
+    Redis in between.)"""
     await socket.send_to(text_data=json.dumps({"visible": visible}))
-    await until_async(lambda: True if presence.in_sight(user.pk) == visible else None)
+    await until_async(lambda: True if heard(user.pk) == visible else None)
+
+
+def heard(user_id: int) -> bool:
+    """Whether this process has said that ``user_id`` has a tab in sight, where others hear it."""
+    if not presence.scaled():
+        return presence.in_sight(user_id)
+    with redis.Redis.from_url(live_settings.REDIS_URL) as server:
+        return server.zscore(f"{live_settings.REDIS_PREFIX}:presence:{user_id}", presence.PROCESS) is not None
 
 
 async def push_due_now(prompt: Prompt) -> None:
