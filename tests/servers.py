@@ -24,6 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+STARTS_WITHIN = 30.0  # seconds a Django process may take to start and answer, two test workers a core
+
 ROOT = Path(__file__).resolve().parent.parent
 # How a server process starts, before the listening socket it is handed (``--fd N``).
 SERVE = ("manage.py", "serve", "-v", "0")
@@ -115,7 +117,7 @@ class DaphneServer:
             self.wait_ready()
         return self
 
-    def wait_ready(self, within: float = 30.0) -> None:
+    def wait_ready(self, within: float = STARTS_WITHIN) -> None:
         # Behind a TLS proxy (ASKUSER_HTTPS=1) a request is asked as the proxy asks, or it is redirected.
         headers = {"X-Forwarded-Proto": "https"} if self.env.get("ASKUSER_HTTPS") else {}
         try:

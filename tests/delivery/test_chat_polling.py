@@ -34,7 +34,7 @@ from tests.chatfake import (
     slack_dm,
 )
 from tests.conftest import EXTRAS, QUESTION, SCALED, SCALED_REASON, payload
-from tests.servers import ROOT, DaphneServer, free_port
+from tests.servers import ROOT, STARTS_WITHIN, DaphneServer, free_port
 
 AT_ONCE = 1.0  # seconds from the event reaching the server to the agent's wait returning
 
@@ -237,7 +237,7 @@ def test_chat_poll_refuses_in_the_embedded_mode_and_says_the_server_fetches_by_i
     env |= {"SLACK_APP_TOKEN": "xapp-test", "SLACK_API_URL": slack.api_url}
     command = [sys.executable, "manage.py", "chat_poll", name]
     try:
-        ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=DEADLINE)
+        ran = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=STARTS_WITHIN)
     finally:
         slack.close()
 
