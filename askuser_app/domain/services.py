@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Min, Prefetch, QuerySet, Value, prefetch_related_objects
 from django.db.models.functions import Concat
@@ -342,11 +342,10 @@ def _insert_prompt(asking: _Asking, *, new_session: bool) -> tuple[Prompt, bool]
     it pays for the savepoint that lets the transaction go on after one. A
     pending prompt found in its way that is overdue is expired, and the insert
     tried again: an older session pays for that check only when it holds one."""
-    prompt = _new_prompt(asking)
     if new_session and not asking.idempotency_key:
-        _insert_row(prompt)
-        return prompt, True
-    if _inserted(prompt):
+        return _insert_row(_new_prompt(asking)), True
+    prompt = _inserted(_new_prompt(asking))
+    if prompt is not None:
         return prompt, True
     # Either a concurrent create with the same Idempotency-Key won, or the
     # session already has a pending prompt: the database decided.
@@ -354,8 +353,8 @@ def _insert_prompt(asking: _Asking, *, new_session: bool) -> tuple[Prompt, bool]
     if earlier is not None:
         return earlier, False
     if _expire_overdue_in(asking.session):
-        prompt = _new_prompt(asking)
-        if _inserted(prompt):
+        prompt = _inserted(_new_prompt(asking))
+        if prompt is not None:
             return prompt, True
     raise _session_busy(asking.session)
 
@@ -390,14 +389,13 @@ def labels(question: contract.QuestionIn) -> list[str]:
     return [option.label for option in question.options]
 
 
-def _inserted(prompt: Prompt) -> bool:
-    """Insert ``prompt`` in a savepoint; False when a unique constraint refused it."""
+def _inserted(prompt: Prompt) -> Prompt | None:
+    """Insert ``prompt`` in a savepoint: the saved prompt, or None when a unique constraint refused it."""
     try:
         with transaction.atomic():
-            _insert_row(prompt)
+            return _insert_row(prompt)
     except IntegrityError:
-        return False
-    return True
+        return None
 
 
 def _expire_overdue_in(session: Session) -> bool:
@@ -474,6 +472,11 @@ class RowsInsert:
         self.model, self.returning = model, returning
         self.fields = [cast("models.Field[Any, Any]", model._meta.get_field(name)) for name in names]
         self.converted = [(i, f) for i, f in enumerate(self.fields) if f.name in converted]
+        self.attnames = [f.attname for f in self.fields]
+        # from_db takes a whole row's values in the model's own order, the names only for fewer.
+        concrete = [f.attname for f in model._meta.concrete_fields]
+        if sorted(self.attnames) == sorted(concrete) and self.attnames != concrete:
+            raise ImproperlyConfigured(f"{model.__name__}'s columns are written in the model's order: {concrete}")
         self.statements: dict[tuple[str, int], str] = {}
 
     def statement(self, count: int) -> str:
@@ -487,6 +490,11 @@ class RowsInsert:
                 f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {', '.join([row] * count)}{returning}"
             )
         return self.statements[key]
+
+    def loaded(self, values: Sequence[Any]) -> Any:
+        """The instance of a row just inserted, as a query reading these columns would make it
+        (``Model.from_db``, Django's documented hook for "Customizing model loading")."""
+        return self.model.from_db(connection.alias, self.attnames, values)
 
     def values_of(self, instance: Any) -> list[Any]:
         """The row of a model instance, as its fields hold it."""
@@ -527,11 +535,14 @@ EVENT_ROWS = RowsInsert(
 )
 
 
-def _insert_row(prompt: Prompt) -> None:
-    """Insert the new ``prompt`` (every column as the instance holds it); it is saved from then on."""
-    PROMPT_ROWS.insert([PROMPT_ROWS.values_of(prompt)])
-    # As Model.from_db leaves an instance read from the database (Django's "Customizing model loading").
-    prompt._state.adding, prompt._state.db = False, connection.alias
+def _insert_row(prompt: Prompt) -> Prompt:
+    """Insert the new ``prompt`` (every column as the instance holds it): the saved prompt, made
+    as the ORM makes one it reads (``Model.from_db``), with the agent, session and run it names."""
+    values = PROMPT_ROWS.values_of(prompt)
+    PROMPT_ROWS.insert([values])
+    saved = PROMPT_ROWS.loaded(values)
+    saved.agent, saved.session, saved.run = prompt.agent, prompt.session, prompt.run
+    return saved
 
 
 # --- resolving -----------------------------------------------------------------

@@ -62,24 +62,41 @@ def test_a_prompt_is_the_row_the_orm_would_write(agent, hook):
     by_orm.id, by_orm.session_id, by_orm.idempotency_key = uuid.uuid4(), second.pk, "key-2"
 
     with transaction.atomic():
-        services._insert_row(raw)
+        saved = services._insert_row(raw)
     by_orm.save(force_insert=True)
 
     generated = {"id", "session_id", "idempotency_key"}
-    assert stored(Prompt, generated, pk=raw.pk) == stored(Prompt, generated, pk=by_orm.pk)
-    assert every_column_as_held(raw)
-    assert raw.hook_event == (hook.event if hook else "")
-    assert not raw._state.adding  # saved: a later save() would update it, not insert it again
-    # Every column is written: one the model gains and the statement lacks fails here.
-    assert set(services.PROMPT_COLUMNS) == {f.name for f in Prompt._meta.concrete_fields}
+    assert stored(Prompt, generated, pk=saved.pk) == stored(Prompt, generated, pk=by_orm.pk)
+    assert every_column_as_held(saved)
+    assert saved.hook_event == (hook.event if hook else "")
+    # Every column is written, in the model's order (Model.from_db's): one the model gains fails here.
+    assert list(services.PROMPT_COLUMNS) == [f.name for f in Prompt._meta.concrete_fields]
+
+
+def test_the_inserted_prompt_is_saved_and_names_its_agent_session_and_run_without_a_query(
+    agent, django_assert_num_queries
+):
+    first, _, run = places(agent)
+    request = contract.parse_create(payload())
+    unsaved = services._new_prompt(services._Asking(agent, first, run, request, None, "", None))
+
+    saved = services._insert_row(unsaved)
+
+    with django_assert_num_queries(0):
+        assert (saved.agent, saved.session, saved.run) == (agent, first, run)
+        assert saved.session is first and saved.run is run
+    saved.reason = "updated"
+    with django_assert_num_queries(1):
+        saved.save()  # saved: an UPDATE of its row, where an unsaved prompt's save() would insert a second
+    assert Prompt.objects.get().reason == "updated"
 
 
 def test_questions_and_options_are_the_rows_the_orm_would_write(agent):
     first, second, run = places(agent)
     raw = services._new_prompt(services._Asking(agent, first, run, TYPED, None, "", None))
     by_orm = services._new_prompt(services._Asking(agent, second, run, TYPED, None, "", None))
-    services._insert_row(raw)
-    services._insert_row(by_orm)
+    raw = services._insert_row(raw)
+    by_orm = services._insert_row(by_orm)
 
     services._store_questions(raw, TYPED)
     # What the ORM wrote before: bulk_create of the questions, then of their options.
@@ -114,8 +131,7 @@ def test_questions_and_options_are_the_rows_the_orm_would_write(agent):
 
 def test_an_event_is_the_row_the_orm_would_write(agent):
     first, _, run = places(agent)
-    prompt = services._new_prompt(services._Asking(agent, first, run, TYPED, None, "", None))
-    services._insert_row(prompt)
+    prompt = services._insert_row(services._new_prompt(services._Asking(agent, first, run, TYPED, None, "", None)))
     before = timezone.now()
 
     services._record(prompt, PromptEvent.Kind.CREATED, "agent helper", "api", run_id="r-1", n=2)
