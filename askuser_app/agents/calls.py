@@ -14,14 +14,14 @@ wait parks with no thread and no connection. Every such call is an
   PostgreSQL's goes back to the pool); one broken or past its age is dropped
   after the call, as at the end of a request (``dropping_old_connections``).
 - **Announcement:** what the call commits is announced after commit
-  (``transaction.on_commit``, ``server/effects.py``), held until the call
-  returns and then sent on the route's event loop, before the route goes on
-  (``realtime.sent_when_done``): the thread never waits for the channel
-  layer, and the loop is woken once per call, by its result.
+  (``transaction.on_commit``, ``server/effects.py``), handed to the route's
+  event loop without the thread waiting for the channel layer
+  (``realtime.sending_on``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
@@ -38,13 +38,12 @@ threads = KeptThreads(lambda: settings.ASKUSER_CREATE_THREADS, "agent")
 
 
 def agent_call(func: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """``func`` as a coroutine: on an agent thread, its connection kept, its announcements sent on the
-    caller's loop when it returns."""
+    """``func`` as a coroutine: on an agent thread, its connection kept, its announcements sent on the caller's loop."""
     dropping = dropping_old_connections(func)
 
     @functools.wraps(func)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        with realtime.sent_when_done():
+        with realtime.sending_on(asyncio.get_running_loop()):
             return await threads.run(dropping)(*args, **kwargs)
 
     return call

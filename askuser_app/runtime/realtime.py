@@ -136,7 +136,7 @@ def sending_on(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
 
 
 class Held:
-    """Announcements held back until the block that made them ends (``sent_when_done``)."""
+    """Announcements held back until the request that made them has sent its response."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -156,26 +156,19 @@ _held: contextvars.ContextVar[Held | None] = contextvars.ContextVar("announcemen
 
 
 @contextmanager
-def sent_when_done() -> Iterator[None]:
+def sent_after_response() -> Iterator[None]:
     """Announcements made by work this block starts on a thread go out when
-    the block ends, on this loop, however the block ends (none is dropped).
+    the block ends, on this loop, after the response it sends, however the
+    block ends (none is dropped).
 
-    An agent's call (``agents/calls.py``) ends the block when its thread
-    returns: the loop, woken by the call's result anyway, sends them then,
-    where a thread that hands them over at commit (``sending_on``) wakes the
-    loop once more through its self-pipe, and on a busy machine each wake is
-    a switch of threads on the interpreter lock (docs/PERFORMANCE.md, "The
-    create's announcement sent with its result").
-
-    The panel's answer (``server/keptthreads.py``) ends it after its
-    response: the person waits on that response, and every open page of the
-    session renders the change it announces (a push render takes about as
-    long as the answer itself). Sent at commit, those renders ran on the
-    other threads while the answer rendered its own response, and the two
-    took turns on the interpreter lock: the answer's response was 3 to 5 ms
-    later (docs/PERFORMANCE.md, "The answer in the browser"). Sent after it,
-    the waits and the other pages hear of the answer a response's send
-    later, the answering page at once."""
+    For the panel's answer: the person waits on its response, and every open
+    page of the session renders the change it announces (a push render takes
+    about as long as the answer itself). Sent at commit, those renders ran
+    on the other threads while the answer rendered its own response, and
+    the two took turns on the interpreter lock: the answer's response was
+    3 to 5 ms later (docs/PERFORMANCE.md, "The answer in the browser"). Sent
+    after it, the waits and the other pages hear of the answer a response's
+    send later, the answering page at once."""
     held = Held(asyncio.get_running_loop())
     token = _held.set(held)
     try:

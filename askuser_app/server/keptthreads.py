@@ -60,7 +60,7 @@ class OnKeptThreads:
             return
         # What the answer announces reaches the session's other pages and the
         # agent's wait once the person's own page has its response.
-        with realtime.sent_when_done():
+        with realtime.sent_after_response():
             status, headers, content = await threads.run(self.serve)(environ(scope, body))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": content})
