@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Min, Prefetch, QuerySet, Value, prefetch_related_objects
 from django.db.models.functions import Concat
@@ -342,11 +342,10 @@ def _insert_prompt(asking: _Asking, *, new_session: bool) -> tuple[Prompt, bool]
     it pays for the savepoint that lets the transaction go on after one. A
     pending prompt found in its way that is overdue is expired, and the insert
     tried again: an older session pays for that check only when it holds one."""
-    prompt = _new_prompt(asking)
     if new_session and not asking.idempotency_key:
-        _insert_row(prompt)
-        return prompt, True
-    if _inserted(prompt):
+        return _insert_row(asking, _new_prompt(asking)), True
+    prompt = _inserted(asking, _new_prompt(asking))
+    if prompt is not None:
         return prompt, True
     # Either a concurrent create with the same Idempotency-Key won, or the
     # session already has a pending prompt: the database decided.
@@ -354,32 +353,33 @@ def _insert_prompt(asking: _Asking, *, new_session: bool) -> tuple[Prompt, bool]
     if earlier is not None:
         return earlier, False
     if _expire_overdue_in(asking.session):
-        prompt = _new_prompt(asking)
-        if _inserted(prompt):
+        prompt = _inserted(asking, _new_prompt(asking))
+        if prompt is not None:
             return prompt, True
     raise _session_busy(asking.session)
 
 
-def _new_prompt(asking: _Asking) -> Prompt:
+def _new_prompt(asking: _Asking) -> dict[str, Any]:
+    """A new prompt's fields by their attribute names; the model's defaults fill the rest (``_insert_row``)."""
     now, request, hook = timezone.now(), asking.request, asking.hook
-    return Prompt(
-        agent=asking.agent,
-        session=asking.session,
-        run=asking.run,
-        created_at=now,
-        timeout_seconds=request.timeout,
-        expires_at=now + timedelta(seconds=request.timeout),
-        warnings=request.warnings(),
-        idempotency_key=asking.idempotency_key or "",
-        request_digest=asking.digest,
-        callback_url=request.callback_url or "",
-        hook_event=hook.event if hook else "",
-        hook_kind=hook.kind if hook else "",
-        hook_tool_use=hook.tool_use if hook else "",
-        search_text=LINE.join(
+    return {
+        "agent_id": asking.agent.pk,
+        "session_id": asking.session.pk,
+        "run_id": asking.run.pk,
+        "created_at": now,
+        "timeout_seconds": request.timeout,
+        "expires_at": now + timedelta(seconds=request.timeout),
+        "warnings": request.warnings(),
+        "idempotency_key": asking.idempotency_key or "",
+        "request_digest": asking.digest,
+        "callback_url": request.callback_url or "",
+        "hook_event": hook.event if hook else "",
+        "hook_kind": hook.kind if hook else "",
+        "hook_tool_use": hook.tool_use if hook else "",
+        "search_text": LINE.join(
             [asking.session.key, *(line for q in request.questions for line in (q.header, q.question, *labels(q)))]
         ),
-    )
+    }
 
 
 # Between the lines of Prompt.search_text: no search word holds one, so none matches across two.
@@ -390,14 +390,13 @@ def labels(question: contract.QuestionIn) -> list[str]:
     return [option.label for option in question.options]
 
 
-def _inserted(prompt: Prompt) -> bool:
-    """Insert ``prompt`` in a savepoint; False when a unique constraint refused it."""
+def _inserted(asking: _Asking, fields: dict[str, Any]) -> Prompt | None:
+    """Insert the prompt in a savepoint: the saved prompt, or None when a unique constraint refused it."""
     try:
         with transaction.atomic():
-            _insert_row(prompt)
+            return _insert_row(asking, fields)
     except IntegrityError:
-        return False
-    return True
+        return None
 
 
 def _expire_overdue_in(session: Session) -> bool:
@@ -474,6 +473,11 @@ class RowsInsert:
         self.model, self.returning = model, returning
         self.fields = [cast("models.Field[Any, Any]", model._meta.get_field(name)) for name in names]
         self.converted = [(i, f) for i, f in enumerate(self.fields) if f.name in converted]
+        self.attnames = [f.attname for f in self.fields]
+        # from_db takes a whole row's values in the model's own order, the names only for fewer.
+        concrete = [f.attname for f in model._meta.concrete_fields]
+        if sorted(self.attnames) == sorted(concrete) and self.attnames != concrete:
+            raise ImproperlyConfigured(f"{model.__name__}'s columns are written in the model's order: {concrete}")
         self.statements: dict[tuple[str, int], str] = {}
 
     def statement(self, count: int) -> str:
@@ -488,9 +492,15 @@ class RowsInsert:
             )
         return self.statements[key]
 
-    def values_of(self, instance: Any) -> list[Any]:
-        """The row of a model instance, as its fields hold it."""
-        return [getattr(instance, f.attname) for f in self.fields]
+    def loaded(self, values: Sequence[Any]) -> Any:
+        """The instance of a row just inserted, as a query reading these columns would make it
+        (``Model.from_db``, Django's documented hook for "Customizing model loading")."""
+        return self.model.from_db(connection.alias, self.attnames, values)
+
+    def row(self, given: Mapping[str, Any]) -> list[Any]:
+        """A new row: the values ``given`` by attribute name, each other field's default
+        (``Field.get_default``, as ``Model.__init__`` fills it)."""
+        return [given[f.attname] if f.attname in given else f.get_default() for f in self.fields]
 
     def insert(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
         """Insert ``rows`` (values in the order of ``names``); the new ids when ``returning``."""
@@ -527,11 +537,14 @@ EVENT_ROWS = RowsInsert(
 )
 
 
-def _insert_row(prompt: Prompt) -> None:
-    """Insert the new ``prompt`` (every column as the instance holds it); it is saved from then on."""
-    PROMPT_ROWS.insert([PROMPT_ROWS.values_of(prompt)])
-    # As Model.from_db leaves an instance read from the database (Django's "Customizing model loading").
-    prompt._state.adding, prompt._state.db = False, connection.alias
+def _insert_row(asking: _Asking, fields: dict[str, Any]) -> Prompt:
+    """Insert the new prompt (``fields``, the model's defaults for the rest): the saved prompt, made
+    as the ORM makes one it reads (``Model.from_db``), with the agent, session and run it names."""
+    values = PROMPT_ROWS.row(fields)
+    PROMPT_ROWS.insert([values])
+    prompt: Prompt = PROMPT_ROWS.loaded(values)
+    prompt.agent, prompt.session, prompt.run = asking.agent, asking.session, asking.run
+    return prompt
 
 
 # --- resolving -----------------------------------------------------------------

@@ -5,7 +5,6 @@ models or the framework leaves the statements behind."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -45,6 +44,10 @@ def stored(model: type, exclude: set[str], **lookup) -> list[dict]:
     return [{k: v for k, v in row.items() if k not in exclude} for row in model.objects.filter(**lookup).values()]
 
 
+def inserted(asking: services._Asking) -> Prompt:
+    return services._insert_row(asking, services._new_prompt(asking))
+
+
 def every_column_as_held(instance) -> bool:
     """The instance holds what the database has (dates, JSON and the UUID converted back alike)."""
     row = type(instance).objects.filter(pk=instance.pk).values().get()
@@ -56,30 +59,43 @@ def test_a_prompt_is_the_row_the_orm_would_write(agent, hook):
     first, second, run = places(agent)
     request = contract.parse_create(payload(callback_url="https://hooks.example/done", timeoutSeconds=600))
     asking = services._Asking(agent, first, run, request, "key-1", "d" * 64, hook)
-    raw = services._new_prompt(asking)
-    raw.warnings = ["a warning", {"kept": "as JSON"}]
-    by_orm = Prompt(**{f.attname: getattr(raw, f.attname) for f in Prompt._meta.concrete_fields})
-    by_orm.id, by_orm.session_id, by_orm.idempotency_key = uuid.uuid4(), second.pk, "key-2"
+    fields = services._new_prompt(asking) | {"warnings": ["a warning", {"kept": "as JSON"}]}
+    # The ORM's instance fills the fields not given with its defaults, as the raw row must.
+    by_orm = Prompt(**fields | {"session_id": second.pk, "idempotency_key": "key-2"})
 
     with transaction.atomic():
-        services._insert_row(raw)
+        saved = services._insert_row(asking, fields)
     by_orm.save(force_insert=True)
 
     generated = {"id", "session_id", "idempotency_key"}
-    assert stored(Prompt, generated, pk=raw.pk) == stored(Prompt, generated, pk=by_orm.pk)
-    assert every_column_as_held(raw)
-    assert raw.hook_event == (hook.event if hook else "")
-    assert not raw._state.adding  # saved: a later save() would update it, not insert it again
-    # Every column is written: one the model gains and the statement lacks fails here.
-    assert set(services.PROMPT_COLUMNS) == {f.name for f in Prompt._meta.concrete_fields}
+    assert stored(Prompt, generated, pk=saved.pk) == stored(Prompt, generated, pk=by_orm.pk)
+    assert every_column_as_held(saved)
+    assert saved.hook_event == (hook.event if hook else "")
+    # Every column is written, in the model's order (Model.from_db's): one the model gains fails here.
+    assert list(services.PROMPT_COLUMNS) == [f.name for f in Prompt._meta.concrete_fields]
+
+
+def test_the_inserted_prompt_is_saved_and_names_its_agent_session_and_run_without_a_query(
+    agent, django_assert_num_queries
+):
+    first, _, run = places(agent)
+    asking = services._Asking(agent, first, run, contract.parse_create(payload()), None, "", None)
+
+    saved = services._insert_row(asking, services._new_prompt(asking))
+
+    with django_assert_num_queries(0):
+        assert (saved.agent, saved.session, saved.run) == (agent, first, run)
+        assert saved.session is first and saved.run is run
+    saved.reason = "updated"
+    with django_assert_num_queries(1):
+        saved.save()  # saved: an UPDATE of its row, where an unsaved prompt's save() would insert a second
+    assert Prompt.objects.get().reason == "updated"
 
 
 def test_questions_and_options_are_the_rows_the_orm_would_write(agent):
     first, second, run = places(agent)
-    raw = services._new_prompt(services._Asking(agent, first, run, TYPED, None, "", None))
-    by_orm = services._new_prompt(services._Asking(agent, second, run, TYPED, None, "", None))
-    services._insert_row(raw)
-    services._insert_row(by_orm)
+    raw = inserted(services._Asking(agent, first, run, TYPED, None, "", None))
+    by_orm = inserted(services._Asking(agent, second, run, TYPED, None, "", None))
 
     services._store_questions(raw, TYPED)
     # What the ORM wrote before: bulk_create of the questions, then of their options.
@@ -114,8 +130,7 @@ def test_questions_and_options_are_the_rows_the_orm_would_write(agent):
 
 def test_an_event_is_the_row_the_orm_would_write(agent):
     first, _, run = places(agent)
-    prompt = services._new_prompt(services._Asking(agent, first, run, TYPED, None, "", None))
-    services._insert_row(prompt)
+    prompt = inserted(services._Asking(agent, first, run, TYPED, None, "", None))
     before = timezone.now()
 
     services._record(prompt, PromptEvent.Kind.CREATED, "agent helper", "api", run_id="r-1", n=2)
