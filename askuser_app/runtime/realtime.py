@@ -14,7 +14,7 @@ import hashlib
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -72,8 +72,19 @@ def prompt_created(prompt: Prompt) -> None:
 
 def prompt_resolved(prompt: Prompt, result: dict[str, Any]) -> None:
     waiters = (prompt_group(prompt.pk), {"type": "prompt.resolved", "result": result})
+    # The session's open pages close its panel first, at once: the closing reads nothing
+    # and each page renders it on the event loop (``consumers.LiveConsumer.prompt_closed``).
+    closed = {
+        "type": "prompt.closed",
+        "prompt_id": str(prompt.pk),
+        "session_id": prompt.session_id,
+        "event": new_event_id(),
+    }
     # From the result: this runs at commit, before the transition updates ``prompt`` itself.
-    _announce([waiters, *_browser_messages(prompt, result["status"])])
+    _announce(
+        [waiters, *_browser_messages(prompt, result["status"])],
+        at_once=[(session_group(prompt.session.key), closed)],
+    )
 
 
 def prompt_extended(prompt: Prompt) -> None:
@@ -146,6 +157,10 @@ class Held:
         # From the request's thread: the list is only read on the loop after the thread returned.
         self.sends.append(send_all)
 
+    def send_now(self, send_all: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """From the request's thread: sent by the loop now, while the thread goes on."""
+        self.loop.call_soon_threadsafe(_send_soon, self.loop, send_all)
+
     def release(self) -> None:
         sends, self.sends = self.sends, []
         for send_all in sends:
@@ -168,7 +183,10 @@ def sent_after_response() -> Iterator[None]:
     the two took turns on the interpreter lock: the answer's response was
     3 to 5 ms later (docs/PERFORMANCE.md, "The answer in the browser"). Sent
     after it, the waits and the other pages hear of the answer a response's
-    send later, the answering page at once."""
+    send later, the answering page at once. What a page renders on the event
+    loop, reading nothing (a resolved prompt's panel closed), goes at once
+    (``at_once``): the session's other pages close it while the answer still
+    renders its response (docs/PERFORMANCE.md, "The click, issue #35")."""
     held = Held(asyncio.get_running_loop())
     token = _held.set(held)
     try:
@@ -178,20 +196,19 @@ def sent_after_response() -> Iterator[None]:
         held.release()
 
 
-def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
-    layer = get_channel_layer()
+Announcements = Sequence[tuple[str, dict[str, Any]]]
 
-    async def send_all() -> None:
-        for group, message in messages:
-            try:
-                await layer.group_send(group, {**message, "group": group})
-            except Exception as exc:  # the state is committed; waits re-read it
-                log.warning("Could not announce %s to %s: %s", message["type"], group, exc)
 
+def _announce(messages: Announcements, *, at_once: Announcements = ()) -> None:
+    """Send ``messages`` to their groups, after ``at_once``; within ``sent_after_response``,
+    ``at_once`` goes now and only ``messages`` waits for the response."""
     held = _held.get()
     if held is not None:
-        held.hold(send_all)
+        if at_once:
+            held.send_now(_sender(at_once))
+        held.hold(_sender(messages))
         return
+    send_all = _sender([*at_once, *messages])
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -204,6 +221,19 @@ def _announce(messages: list[tuple[str, dict[str, Any]]]) -> None:
         server_loop.call_soon_threadsafe(_send_soon, server_loop, send_all)
     else:
         async_to_sync(send_all)()
+
+
+def _sender(messages: Announcements) -> Callable[[], Coroutine[Any, Any, None]]:
+    layer = get_channel_layer()
+
+    async def send_all() -> None:
+        for group, message in messages:
+            try:
+                await layer.group_send(group, {**message, "group": group})
+            except Exception as exc:  # the state is committed; waits re-read it
+                log.warning("Could not announce %s to %s: %s", message["type"], group, exc)
+
+    return send_all
 
 
 def _send_soon(loop: asyncio.AbstractEventLoop, send_all: Callable[[], Coroutine[Any, Any, None]]) -> None:

@@ -30,8 +30,6 @@ CLOSE_NOT_FOUND = 4404
 # code (a refused handshake looks like a dropped line, which pages retry).
 CLOSE_TOO_MANY = 4429
 MAX_SAYING = 64  # bytes of what a page sends: {"visible": false}
-# A prompt's changes that leave it waiting (``realtime``'s statuses): every other one resolved it.
-UNRESOLVED = ("pending", "extended")
 
 Holder = tuple[str, Any]
 
@@ -237,14 +235,17 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def inbox(self) -> bool:
         return self.session is None and self.query.get("only") == ["inbox"]
 
+    async def prompt_closed(self, event: dict[str, Any]) -> None:
+        """A resolved prompt's panel closed at once, as the answering page's response closes
+        it: it reads nothing, so it is rendered here, ahead of the change's render
+        (``prompt_changed``, which reads the session)."""
+        if self.heard(event) == "session":
+            await self.send(text_data=await self.shared(event, "session", self.render_closed_panel, event))
+
     async def prompt_changed(self, event: dict[str, Any]) -> None:
         heard = self.heard(event)
         if heard is None:
             return
-        if heard == "session" and event.get("status") not in UNRESOLVED:
-            # Its panel closed at once, as the answering page's response closes it: it reads
-            # nothing, so it is rendered here, before the change's render reads the session.
-            await self.send(text_data=await self.shared(event, heard, self.render_closed_panel, event))
         await self.send(text_data=await self.shared(event, heard, self.render_change, event, heard))
 
     async def message_created(self, event: dict[str, Any]) -> None:
