@@ -10,6 +10,7 @@ import threading
 import httpx
 import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.core.signals import request_finished, request_started
 from django.db import connection
 
@@ -17,7 +18,8 @@ from askuser_app.domain import contract, services
 from askuser_app.models import Answer, Prompt, PromptEvent
 from askuser_app.runtime import realtime
 from askuser_app.server.keptthreads import environ
-from tests.conftest import asgi_request, log_in, payload
+from askuser_app.web import ui
+from tests.conftest import DEADLINE, asgi_request, log_in, payload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -180,6 +182,31 @@ async def test_the_answer_is_announced_when_its_response_cannot_be_sent(pending,
 
     assert seen == ["response", "announced"]
     assert (await Prompt.objects.aget(pk=pending.pk)).status == "answered"
+
+
+async def test_the_sessions_pages_are_told_to_close_the_panel_while_the_answers_response_renders(
+    pending, owner, monkeypatch
+):
+    # The closed panel reads nothing: it goes at commit (realtime's ``at_once``), not after the response.
+    layer = get_channel_layer()
+    closing_sent, group_send = threading.Event(), layer.group_send
+
+    async def watching(group: str, message: dict) -> None:
+        if message["type"] == "prompt.closed" and message["prompt_id"] == str(pending.pk):
+            closing_sent.set()
+        await group_send(group, message)
+
+    monkeypatch.setattr(layer, "group_send", watching)
+    render_resolved, seen = ui.render_resolved, []
+
+    def rendering(prompt: Prompt) -> str:
+        seen.append(closing_sent.wait(DEADLINE))  # on the answer's thread, after its commit
+        return render_resolved(prompt)
+
+    monkeypatch.setattr(ui, "render_resolved", rendering)
+    response = await answer(pending, await sync_to_async(log_in)(owner))
+
+    assert response.status_code == 200 and seen == [True]
 
 
 def test_the_environ_is_the_request_as_wsgi_has_it():
