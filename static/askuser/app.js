@@ -457,11 +457,69 @@
     if (focusInClosingPanel && composer && wide.matches) {
       // At the next frame, as the closed panel is drawn: focusing now would lay the page out mid-swap.
       window.requestAnimationFrame(function () {
-        if (!panel() && (document.activeElement === document.body || !document.activeElement)) composer.focus();
+        // Still on the panel when it was hidden in place (its answer sent): the browser drops it later.
+        var active = document.activeElement;
+        if (!panel() && (!active || active === document.body || active.closest("#prompt-panel[hidden]"))) composer.focus();
       });
     }
     focusInClosingPanel = false;
   }
+
+  // --- the answer sent: the panel closes as it leaves ---------------------------------------------
+
+  // A session page's panel closes the moment its answer (or Skip all) is sent, not when the
+  // server's response comes back: the person sees at once that the click was taken. The page's
+  // notice says the answer is on its way until the response comes with its summary in the
+  // timeline (the proof it was recorded). Refused (a 422, its reason swapped into the panel),
+  // failed (another status) or never answered (no connection), the panel comes back as it was,
+  // with what happened said in it and the focus in it: nothing looks recorded that was not.
+  var sending = null; // {panel, form} of the answer in flight
+
+  function panelFormOf(event) {
+    var form = event.detail.elt;
+    if (!form || !form.classList || !form.classList.contains("panel-form")) return null;
+    var element = form.closest("#prompt-panel");
+    return element && !element.hidden ? element : null;
+  }
+
+  function sayInPage(text) {
+    var notice = document.getElementById("notice");
+    if (notice) notice.textContent = text;
+  }
+
+  document.addEventListener("htmx:beforeSend", function (event) {
+    var element = panelFormOf(event);
+    if (!element) return;
+    sending = { panel: element, form: event.detail.elt };
+    var focused = document.activeElement;
+    focusInClosingPanel = !focused || focused === document.body || element.contains(focused);
+    element.hidden = true;
+    sayInPage(gettext("Sending your answer…"));
+    updateComposer();
+    panelClosed();
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (!sending || event.detail.elt !== sending.form) return;
+    var element = sending.panel;
+    sending = null;
+    var status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (status >= 200 && status < 300) return; // recorded, or told why not (the notice); its summary came with it
+    if (document.getElementById("prompt-panel") !== element) {
+      // A push replaced the panel meanwhile: the prompt was resolved (here or elsewhere) or another came.
+      if (status !== 422) sayInPage("");
+      return;
+    }
+    sayInPage("");
+    if (status !== 422) {
+      var error = element.querySelector("#panel-error");
+      if (error) error.textContent = gettext("Your answer could not be confirmed, so it may not have been recorded. Check the connection and send it again.");
+    }
+    element.hidden = false;
+    updateComposer();
+    if (!element.classList.contains("is-collapsed")) focusStep(currentStep(element));
+    else element.focus({ preventScroll: true });
+  });
 
   // --- the composer -----------------------------------------------------------------------------
 
