@@ -19,9 +19,9 @@ SESSION = "bench-click"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 WAIT_MS = 15_000
 
-# Resolves with the milliseconds from the click to the panel being hidden,
-# by the answer's response or the socket's push, whichever swaps first, and
-# the click's time since the epoch.
+# Resolves with the milliseconds from the click to the panel being hidden (by
+# the page as the answer is sent, static/askuser/app.js), and the click's time
+# since the epoch.
 CLICK = """() => new Promise(resolve => {
   let clicked = 0;
   const observer = new MutationObserver(() => {

@@ -218,10 +218,10 @@ What each figure is:
 - **The answer in the browser**: Debian's chromium (Playwright) with the
   session page open in two tabs; for each one-question prompt, the time in the
   page (`performance.now()`) from the click on an option in one tab (a
-  single-select question is answered by the choice) to the panel being hidden,
-  by the answer's response or the socket's push, whichever swaps first; and
-  until it is hidden in the other tab too (by the push, timed from the pages'
-  common `timeOrigin`). The floor is the HTTP floor.
+  single-select question is answered by the choice) to the panel being hidden
+  (by the page itself as the answer is sent; it comes back if the answer is not
+  confirmed); and until it is hidden in the other tab too (by the push, timed
+  from the pages' common `timeOrigin`). The floor is the HTTP floor.
 - **A permission answered in the tab**: the round trip of a coding agent's
   permission. A `PermissionRequest` is posted to `/api/v1/hooks?wait=30` with
   the agent's token, as Claude Code's http hook sends it; the session's page is
