@@ -179,9 +179,7 @@ def _hand_back(prompt: Prompt, agent: Agent) -> dict[str, Any] | None:
 class HookCall(LongPoll):
     """``POST /api/v1/hooks?wait=N``."""
 
-    async def handle(self, body: bytes) -> None:
-        self.body = body
-        await super().handle(body)
+    __slots__ = ()
 
     async def wait(self) -> dict[str, Any]:
         wait, name = parse_wait(self.param("wait")), hooks.agent_name(self.param("agent"))

@@ -1,4 +1,4 @@
-"""The agent's bounded long-polls, Channels HTTP consumers in front of Django:
+"""The agent's bounded long-polls, plain ASGI applications in front of Django:
 
 - ``GET /api/v1/prompts/{id}?wait=N``: the prompt's result, once terminal;
 - ``GET /api/v1/sessions/{key}/messages?after=ID&wait=N``: the user's new messages.
@@ -25,8 +25,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from channels.consumer import get_handler_name
-from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 
 from askuser_app.agents import refusals
@@ -224,31 +222,36 @@ def parse_after(raw: str | None) -> int:
     return value
 
 
-# --- the consumers -----------------------------------------------------------------
+# --- the routes -------------------------------------------------------------------
 
 
-class LongPoll(AsyncHttpConsumer):
-    """One long-poll; a client that hangs up cancels its wait."""
+class LongPoll:
+    """One long-poll, a plain ASGI application; a client that hangs up cancels its wait.
 
-    # No layer channel per request: waits listen through the process's hub.
-    channel_layer_alias = None
+    Not a Channels consumer: a parked wait is held by the thousand, and a
+    consumer's instance, its dispatch task kept for the first message, its
+    frames and its handler's were 2.4 KiB of each (askuser_app/server/README.md,
+    "Waits served as plain ASGI")."""
 
-    async def __call__(self, scope: http.Scope, receive: http.Receive, send: http.Send) -> None:
-        # The consumer reads no message while ``handle`` runs; ``handle``
-        # reads this one itself, to hear a client hang up mid-wait.
-        self.hangup = receive
-        await super().__call__(scope, receive, send)
+    __slots__ = ("scope", "hangup", "send", "body")
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels' dispatch first closes old connections, on a thread hop of
-        # its own, even inside a test's transaction; the waits' reads close
-        # them themselves (``calls.agent_call``), never inside a transaction.
-        await getattr(self, get_handler_name(message))(message)
+    def __init__(self, scope: http.Scope, receive: http.Receive, send: http.Send, body: bytes) -> None:
+        self.scope, self.hangup, self.send, self.body = scope, receive, send, body
 
-    async def handle(self, body: bytes) -> None:
+    @classmethod
+    def as_asgi(cls) -> http.App:
+        """The ASGI application serving this long-poll: each request its own instance."""
+        return cls.serve
+
+    @classmethod
+    async def serve(cls, scope: http.Scope, receive: http.Receive, send: http.Send) -> None:
+        body = await http.read_body(receive)
+        if body is None:
+            return  # hung up before asking
         # The wait runs in this task, and one task listens for a hang-up, which
         # cancels it: not a task of its own and a wait over both, 1.5 KiB more
         # for each of thousands parked (docs/PERFORMANCE.md, "Idle connections").
+        poll = cls(scope, receive, send, body)
         waiting = asyncio.current_task()
         assert waiting is not None
         hung_up = False
@@ -259,27 +262,23 @@ class LongPoll(AsyncHttpConsumer):
                 hung_up = True
                 waiting.cancel()
 
-        hangup = asyncio.ensure_future(self.disconnected())
+        hangup = asyncio.ensure_future(poll.disconnected())
         hangup.add_done_callback(hang_up)
         try:
             # Its clean-up (a hook's prompt handed back, the hub left) ends before the response.
-            outcome = await self.outcome()
+            status, outcome, headers = 200, await poll.wait(), {}
+        except refusals.REFUSED as exc:
+            refusal = refusals.refusal(exc)
+            status, outcome, headers = refusal.status, refusal.body, refusal.headers
         except asyncio.CancelledError:
             if hung_up and waiting.uncancel() == 0:
                 return  # the client hung up: nobody to answer
-            raise  # this consumer itself was cancelled (an in-process caller gave up)
+            raise  # this request itself was cancelled (an in-process caller gave up)
         finally:
             # Also when cancelled: leave no task behind, and no hang-up cancels the response.
             hung_up = True
             hangup.cancel()
-        await http.respond(self.send, *outcome, scope=self.scope)
-
-    async def outcome(self) -> tuple[int, dict[str, Any], dict[str, str]]:
-        try:
-            return 200, await self.wait(), {}
-        except refusals.REFUSED as exc:
-            refusal = refusals.refusal(exc)
-            return refusal.status, refusal.body, refusal.headers
+        await http.respond(send, status, outcome, headers, scope=scope)
 
     async def disconnected(self) -> None:
         while (await self.hangup())["type"] != "http.disconnect":
@@ -313,6 +312,8 @@ class LongPoll(AsyncHttpConsumer):
 class PromptWait(LongPoll):
     """``GET /api/v1/prompts/{id}?wait=N``."""
 
+    __slots__ = ()
+
     async def wait(self) -> dict[str, Any]:
         wait = parse_wait(self.param("wait"))
         return await wait_for_result(self.authorization, self.path_param("prompt_id"), wait, self.address)
@@ -320,6 +321,8 @@ class PromptWait(LongPoll):
 
 class MessagesWait(LongPoll):
     """``GET /api/v1/sessions/{key}/messages?after=ID&wait=N``."""
+
+    __slots__ = ()
 
     async def wait(self) -> dict[str, Any]:
         after, wait = parse_after(self.param("after")), parse_wait(self.param("wait"))
