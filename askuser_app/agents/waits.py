@@ -15,11 +15,9 @@ capped (``ASKUSER_MAX_WAITS_PER_*``, per process): beyond it, 429.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -50,22 +48,9 @@ class Parked:
     def __init__(self) -> None:
         self.counts: Counter[tuple[str, object]] = Counter()
 
-    @contextlib.contextmanager
-    def hold(self, agent: Agent, address: str | None) -> Iterator[None]:
-        """Count one more parked wait for the block, or refuse it past a cap."""
-        keys = [("agent", agent.pk), ("user", agent.owner_id)] + ([("address", address)] if address else [])
-        for key in keys:
-            self._check(key)
-        self.counts.update(keys)
-        metrics.WAITS_PARKED.inc()
-        try:
-            yield
-        finally:
-            metrics.WAITS_PARKED.dec()
-            self.counts.subtract(keys)
-            for key in keys:
-                if self.counts[key] <= 0:
-                    del self.counts[key]
+    def hold(self, agent: Agent, address: str | None) -> Holding:
+        """A context manager counting one more parked wait for its block, or refusing it past a cap."""
+        return Holding(self, (("agent", agent.pk), ("user", agent.owner_id), ("address", address)))
 
     def _check(self, key: tuple[str, object]) -> None:
         cap = CAPS[key[0]]
@@ -73,6 +58,32 @@ class Parked:
         if limit and self.counts[key] >= limit:
             detail = f"{cap.holder} already holds {limit} waits on this server; let one end, then wait again."
             raise services.RateLimited(detail, code="too_many_waits", retry_after=RETRY_AFTER)
+
+
+class Holding:
+    """One parked wait's place in ``Parked``'s counts: its keys only, not the agent's row
+    (a generator-based context manager and the row were 0.7 KiB of each wait parked)."""
+
+    __slots__ = ("keys", "parked")
+
+    def __init__(self, parked: Parked, keys: tuple[tuple[str, object], ...]) -> None:
+        self.parked = parked
+        # A request without a client address (a Unix socket) is counted by agent and owner only.
+        self.keys = keys if keys[-1][1] else keys[:-1]
+
+    def __enter__(self) -> None:
+        for key in self.keys:
+            self.parked._check(key)
+        self.parked.counts.update(self.keys)
+        metrics.WAITS_PARKED.inc()
+
+    def __exit__(self, *exc: object) -> None:
+        metrics.WAITS_PARKED.dec()
+        counts = self.parked.counts
+        counts.subtract(self.keys)
+        for key in self.keys:
+            if counts[key] <= 0:
+                del counts[key]
 
 
 @dataclass(frozen=True)
@@ -110,7 +121,9 @@ async def wait_for_result(
         if state["status"] != "pending" or wait <= 0:
             return state
         end = time.time() + wait
-        with parked.hold(agent, address):
+        holding = parked.hold(agent, address)
+        del agent  # the row is not kept while parked
+        with holding:
             result = await _resolution(inbox, state, end)
         if result is not None:
             return result
@@ -160,12 +173,14 @@ async def wait_for_messages(
 ) -> dict[str, Any]:
     """The user's messages after ``after``, waiting up to ``wait`` seconds for one."""
     agent, session = await _session(authorization, key)
-    session_id = session.pk
+    session_id, holding = session.pk, parked.hold(agent, address)
+    del agent  # the rows are not kept while parked
     async with hub().listen(session_group(session.key)) as inbox:
+        del session
         messages = await _messages_after(session_id, after)
         end = time.monotonic() + wait
         if not messages and wait > 0:
-            with parked.hold(agent, address):
+            with holding:
                 messages = await _messages_arriving(inbox, session_id, after, end)
         if not messages and inbox.deaf:
             messages = await _messages_after(session_id, after)
@@ -233,7 +248,7 @@ class LongPoll:
     frames and its handler's were 2.4 KiB of each (askuser_app/server/README.md,
     "Waits served as plain ASGI")."""
 
-    __slots__ = ("scope", "hangup", "send", "body")
+    __slots__ = ("body", "hangup", "scope", "send")
 
     def __init__(self, scope: http.Scope, receive: http.Receive, send: http.Send, body: bytes) -> None:
         self.scope, self.hangup, self.send, self.body = scope, receive, send, body
