@@ -18,6 +18,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -250,8 +251,8 @@ class LongPoll:
 
     __slots__ = ("body", "hangup", "scope", "send")
 
-    def __init__(self, scope: http.Scope, receive: http.Receive, send: http.Send, body: bytes) -> None:
-        self.scope, self.hangup, self.send, self.body = scope, receive, send, body
+    def __init__(self, scope: http.Scope, body: bytes) -> None:
+        self.scope, self.body = scope, body
 
     @classmethod
     def as_asgi(cls) -> http.App:
@@ -266,19 +267,27 @@ class LongPoll:
         # The wait runs in this task, and one task listens for a hang-up, which
         # cancels it: not a task of its own and a wait over both, 1.5 KiB more
         # for each of thousands parked (docs/PERFORMANCE.md, "Idle connections").
-        poll = cls(scope, receive, send, body)
+        # The listening task awaits ``receive`` itself, with no frame of ours around it.
+        poll = cls(scope, body)
         waiting = asyncio.current_task()
         assert waiting is not None
         hung_up = False
+        listening: asyncio.Future[dict[str, Any]]
 
-        def hang_up(_: asyncio.Future[None]) -> None:
-            nonlocal hung_up
-            if not hung_up and waiting is not None and not waiting.done():
-                hung_up = True
+        def heard(done: asyncio.Future[dict[str, Any]]) -> None:
+            nonlocal hung_up, listening
+            if hung_up or done.cancelled():
+                return
+            if done.exception() is None and done.result()["type"] != "http.disconnect":
+                listening = asyncio.ensure_future(receive())  # not a hang-up: listen on
+                listening.add_done_callback(heard)
+                return
+            hung_up = True
+            if waiting is not None and not waiting.done():
                 waiting.cancel()
 
-        hangup = asyncio.ensure_future(poll.disconnected())
-        hangup.add_done_callback(hang_up)
+        listening = asyncio.ensure_future(receive())
+        listening.add_done_callback(heard)
         try:
             # Its clean-up (a hook's prompt handed back, the hub left) ends before the response.
             status, outcome, headers = 200, await poll.wait(), {}
@@ -292,14 +301,11 @@ class LongPoll:
         finally:
             # Also when cancelled: leave no task behind, and no hang-up cancels the response.
             hung_up = True
-            hangup.cancel()
+            listening.cancel()
         await http.respond(send, status, outcome, headers, scope=scope)
 
-    async def disconnected(self) -> None:
-        while (await self.hangup())["type"] != "http.disconnect":
-            pass
-
-    async def wait(self) -> dict[str, Any]:
+    def wait(self) -> Awaitable[dict[str, Any]]:
+        """The wait's outcome; a subclass may return its function's coroutine, without a frame of its own."""
         raise NotImplementedError
 
     @property
@@ -329,9 +335,9 @@ class PromptWait(LongPoll):
 
     __slots__ = ()
 
-    async def wait(self) -> dict[str, Any]:
+    def wait(self) -> Awaitable[dict[str, Any]]:
         wait = parse_wait(self.param("wait"))
-        return await wait_for_result(self.authorization, self.path_param("prompt_id"), wait, self.address)
+        return wait_for_result(self.authorization, self.path_param("prompt_id"), wait, self.address)
 
 
 class MessagesWait(LongPoll):
@@ -339,6 +345,6 @@ class MessagesWait(LongPoll):
 
     __slots__ = ()
 
-    async def wait(self) -> dict[str, Any]:
+    def wait(self) -> Awaitable[dict[str, Any]]:
         after, wait = parse_after(self.param("after")), parse_wait(self.param("wait"))
-        return await wait_for_messages(self.authorization, self.path_param("key"), after, wait, self.address)
+        return wait_for_messages(self.authorization, self.path_param("key"), after, wait, self.address)

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+from collections.abc import Awaitable
 from ipaddress import IPv4Network, IPv6Network
 from typing import Any
 
+from asgiref.sync import markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest
 
@@ -108,11 +110,14 @@ class SchemeFromProxies:
     def __init__(self, app: App) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    @markcoroutinefunction
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # Not a coroutine of its own: the application's is awaited in its place, so a
+        # connection held for long keeps no frame of this (askuser_app/server/README.md).
         header = settings.SECURE_PROXY_SSL_HEADER
         if header and scope["type"] in ("http", "websocket") and not peer_is_trusted(scope):
             scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if not _names(header[0], k)]}
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
 
 def _names(meta_key: str, name: bytes) -> bool:

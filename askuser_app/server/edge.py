@@ -13,8 +13,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import threading
+from collections.abc import Awaitable
 from typing import Any
 
+from asgiref.sync import markcoroutinefunction
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
@@ -29,6 +31,8 @@ from askuser_app.runtime.realtime import hub
 
 
 AGENT_ROUTES = ("/api/", "/mcp")
+# Methods whose body, without a declared length, is not read here.
+BODILESS = ("GET", "HEAD", "OPTIONS", "DELETE")
 BAD_LENGTH = Rejected(400, "bad_content_length", "The Content-Length header is not a number of bytes (ASCII digits).")
 
 
@@ -38,9 +42,17 @@ class FrontDoor:
     def __init__(self, app: App) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    @markcoroutinefunction
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # Not a coroutine of its own when nothing is to be read: the route's is awaited in
+        # its place, so a parked wait keeps no frame of this (askuser_app/server/README.md).
         if not host_allowed(scope):
-            return await refuse(send, Rejected(400, "bad_host", "This host name is not served here."), scope)
+            return refuse(send, Rejected(400, "bad_host", "This host name is not served here."), scope)
+        if scope["method"] in BODILESS and header(scope, b"content-length") is None:
+            return self.app(scope, receive, send)
+        return self.bounded(scope, receive, send)
+
+    async def bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
         bounded = await bounded_body(scope, receive, send)
         if bounded is not None:
             await self.app(scope, bounded, send)
@@ -82,7 +94,7 @@ async def bounded_body(scope: Scope, receive: Receive, send: Send) -> Receive | 
             await refuse(send, too_large if declared is not None else BAD_LENGTH, scope)
             return None
         return receive
-    if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+    if scope["method"] in BODILESS:
         return receive
     chunks, size = [], 0
     while True:
@@ -110,8 +122,10 @@ class ByMethod:
     def __init__(self, methods: dict[str, App], otherwise: App) -> None:
         self.methods, self.otherwise = methods, otherwise
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.methods.get(scope["method"], self.otherwise)(scope, receive, send)
+    @markcoroutinefunction
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # The method's application awaited in this one's place, with no frame of its own.
+        return self.methods.get(scope["method"], self.otherwise)(scope, receive, send)
 
 
 # --- the process ---------------------------------------------------------------------------
