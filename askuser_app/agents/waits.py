@@ -212,12 +212,9 @@ def _messages_after(session_id: int, after: int) -> list[dict[str, Any]]:
     return [contract.message_json(m) for m in services.messages_after(session_id, after)]
 
 
-async def next_event(inbox: Inbox, timeout: float) -> dict[str, Any] | None:
-    try:
-        async with asyncio.timeout(max(timeout, 0)):
-            return await inbox.get()
-    except TimeoutError:
-        return None
+def next_event(inbox: Inbox, timeout: float) -> Awaitable[dict[str, Any] | None]:
+    """The inbox's next message, or None after ``timeout`` seconds."""
+    return inbox.get_within(timeout)
 
 
 # --- parameters ---------------------------------------------------------------------

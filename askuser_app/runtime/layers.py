@@ -88,6 +88,42 @@ class Mailbox(Generic[T]):
                     self.readers = None
         return self.items.pop(0)
 
+    async def get_within(self, timeout: float) -> T | None:
+        """The next item, or None when none comes within ``timeout`` seconds: ``get`` under
+        ``asyncio.timeout``, with one timer and no frame of its own around it (a parked wait
+        holds this for up to a minute)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout, 0)
+        while not self.items:
+            if loop.time() >= deadline:
+                return None
+            reader = loop.create_future()
+            if self.readers is None:
+                self.readers = []
+            self.readers.append(reader)
+            timer = loop.call_at(deadline, self._time_out, reader)
+            try:
+                await reader
+            except asyncio.CancelledError:
+                with contextlib.suppress(ValueError):
+                    self.readers.remove(reader)
+                if reader.done() and not reader.cancelled() and self.items and self.readers:
+                    # Woken, then cancelled before reading: the next reader takes the item.
+                    self.readers.pop(0).set_result(None)
+                raise
+            finally:
+                timer.cancel()
+                if not self.readers:
+                    self.readers = None
+        return self.items.pop(0)
+
+    def _time_out(self, reader: asyncio.Future[None]) -> None:
+        if self.readers is not None:
+            with contextlib.suppress(ValueError):
+                self.readers.remove(reader)
+        if not reader.done():
+            reader.set_result(None)
+
 
 class InMemoryChannelLayer(BaseChannelLayer):
     extensions = ["groups", "flush"]

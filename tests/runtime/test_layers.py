@@ -197,6 +197,22 @@ async def test_two_readers_of_one_mailbox_each_get_a_message():
         assert sorted(await asyncio.gather(first, second)) == ["a", "b"]
 
 
+async def test_a_read_within_a_time_gets_what_comes_or_none_and_leaves_no_reader_behind():
+    mailbox = layers.Mailbox()
+    waiting = asyncio.ensure_future(mailbox.get_within(60))
+    await asyncio.sleep(0)
+
+    mailbox.put_nowait("a")
+
+    async with asyncio.timeout(5):
+        assert await waiting == "a"
+        assert await mailbox.get_within(0) is None
+        assert await mailbox.get_within(0.001) is None  # its timer ran out, nothing came
+    assert mailbox.readers is None
+    mailbox.put_nowait("b")
+    assert await mailbox.get_within(0) == "b"
+
+
 def allocated(make, count: int = 1000) -> int:
     """Bytes still allocated by ``count`` objects that ``make`` returns."""
     import tracemalloc
