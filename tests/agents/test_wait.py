@@ -148,6 +148,36 @@ async def test_a_parked_wait_runs_in_its_requests_task_beside_one_listening_for_
     assert [r.json()["status"] for r in responses] == ["answered"] * 3
 
 
+def awaiting(coroutine) -> list[str]:
+    """The coroutines a suspended one awaits, outermost first, by their names."""
+    names = []
+    while coroutine is not None and hasattr(coroutine, "cr_await"):
+        names.append(coroutine.__qualname__)
+        coroutine = coroutine.cr_await
+    return names
+
+
+async def test_a_parked_wait_keeps_no_frame_of_a_consumer_or_of_a_route_passing_it_on(asked, token):
+    wait = start_wait(token, asked)
+    await until(parked(asked))
+
+    chain = awaiting(wait.get_coro())
+
+    # Held by the thousand: a Channels consumer and its dispatch, or a frame of each route that
+    # passes a request on, was 4 KiB of each (askuser_app/server/README.md, "Waits as plain
+    # ASGI"). What is left between the server and the wait's inbox is Channels' two routers.
+    served = chain[chain.index("ProtocolTypeRouter.__call__") :]
+    assert served == [
+        "ProtocolTypeRouter.__call__",
+        "URLRouter.__call__",
+        "LongPoll.serve",
+        "wait_for_result",
+        "_resolution",
+        "Mailbox.get_within",
+    ]
+    wait.cancel()
+
+
 async def test_a_thousand_waits_hold_no_thread_each_and_all_wake(asked, token, owner, settings):
     # One agent on one address: an operator who allows that many, as the benchmark does.
     settings.ASKUSER_MAX_WAITS_PER_AGENT = settings.ASKUSER_MAX_WAITS_PER_USER = 0
