@@ -159,7 +159,8 @@ def awaiting(coroutine) -> list[str]:
 
 async def test_a_parked_wait_keeps_no_frame_of_a_consumer_or_of_a_route_passing_it_on(asked, token):
     wait = start_wait(token, asked)
-    await until(parked(asked))
+    # Parked: past its subscription (a Redis round trip in the scaled mode) and its read.
+    await until(lambda: awaiting(wait.get_coro())[-1:] == ["Mailbox.get_within"])
 
     chain = awaiting(wait.get_coro())
 
