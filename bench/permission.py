@@ -94,6 +94,24 @@ def allowed(reply: httpx.Response) -> bool:
     return reply.status_code == 200 and decision.get("behavior") == "allow"
 
 
+@dataclass
+class Hooked:
+    reply: httpx.Response
+    sent_at: float  # the epoch's clock, as the page's is
+    sent: float  # the bench's
+    returned_at: float
+    returned: float
+
+
+def hooked(agent: httpx.Client, hook: str, event: dict) -> Hooked:
+    """The hook's request, timed in the thread that sends it and reads its reply: timed in the
+    main thread, its clock would also run while the pool's thread starts and, at the end, while
+    the browser's driver hands back the click (``page.evaluate``) after the hook returned."""
+    sent_at, sent = time.time(), time.perf_counter()
+    reply = agent.post(hook, json=event)
+    return Hooked(reply, sent_at, sent, time.time(), time.perf_counter())
+
+
 def measure(hook_url: str, page_url: str, token: str, login: str, rounds: int) -> Permission:
     """``rounds`` permission requests, one after another, each allowed in the open session page;
     the hook posted to ``hook_url``'s server, the page served by ``page_url``'s."""
@@ -114,11 +132,11 @@ def measure(hook_url: str, page_url: str, token: str, login: str, rounds: int) -
         page.goto(f"/s/{SESSION_KEY}/")
         for n in range(rounds + WARM):
             event = permission_event(n)
-            sent_at, sent = time.time(), time.perf_counter()
-            asking = pool.submit(agent.post, hook, json=event)
+            asking = pool.submit(hooked, agent, hook, event)
             seen = page.evaluate(ROUND, [previous, (WAIT + 5) * 1000])
-            reply = asking.result()
-            returned_at, returned = time.time(), time.perf_counter()
+            timed = asking.result()
+            reply, sent_at, sent, returned_at, returned = (
+                timed.reply, timed.sent_at, timed.sent, timed.returned_at, timed.returned)  # fmt: skip
             if seen is None:
                 unseen += 1
                 page.reload()  # the page as the person would see it again, for the next round

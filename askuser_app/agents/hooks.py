@@ -147,9 +147,19 @@ def _asked_first(agent: Agent, event: Any, kind: hooks.Kind) -> Prompt | None:
     return newest if newest.hook_tool_use == hooks.asked_use(kind, event) else None
 
 
+async def _result(prompt: Prompt) -> dict[str, Any] | None:
+    """The prompt's result as ``_ask`` left it (the twin event's question may be resolved already);
+    one overdue is expired first. Read on the event loop, with no hop to an agent thread and back,
+    when it reads nothing: a hop waits for the interpreter lock twice while the question's push
+    renders on another thread (docs/PERFORMANCE.md, "A permission's round trip, step by step")."""
+    if not prompt.is_overdue():
+        result: dict[str, Any] | None = prompt.result
+        return result
+    return await _result_expiring(prompt)
+
+
 @agent_call
-def _result(prompt: Prompt) -> dict[str, Any] | None:
-    """The prompt's result if it resolved before the wait began listening."""
+def _result_expiring(prompt: Prompt) -> dict[str, Any] | None:
     state = services.result_expiring_if_overdue(prompt)
     return None if state["status"] == "pending" else state
 
