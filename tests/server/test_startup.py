@@ -95,7 +95,8 @@ def run(code: str, env: dict[str, str], *args: str) -> dict:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # The embedded mode, whatever tier runs it: no PostgreSQL, no Redis, nothing that requires them.
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "ASKUSER_REQUIRE_SCALED")}
     env.update(
         ASKUSER_DATA_DIR=str(tmp_path_factory.mktemp("served")),
         DJANGO_SETTINGS_MODULE="controlui.settings",
