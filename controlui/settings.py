@@ -316,6 +316,9 @@ ASKUSER_MAX_SOCKETS_PER_ADDRESS = env_int("ASKUSER_MAX_SOCKETS_PER_ADDRESS", 100
 # pages' reads, as after a restart) completes its handshake first and is
 # refused, if it must be, with a close code.
 ASKUSER_SOCKET_HOLD_AFTER = env_float("ASKUSER_SOCKET_HOLD_AFTER", 1.0)
+# New connections whose first request a turn of the event loop reads; those
+# beyond wait, unread, for the next turns (askuser_app/server/admission.py). 0: no cap.
+ASKUSER_NEW_CONNECTIONS_PER_TURN = env_int("ASKUSER_NEW_CONNECTIONS_PER_TURN", 4)
 # Any request body larger than this is refused with 413 before it is read.
 ASKUSER_MAX_BODY = env_int("ASKUSER_MAX_BODY", 1024 * 1024)
 # Waits (prompt results and messages) one agent, one owner across their agents,

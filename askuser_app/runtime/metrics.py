@@ -43,6 +43,10 @@ SOCKETS_OPEN = Gauge("askuser_sockets_open", "Live-update WebSockets open in thi
 SOCKETS_VISIBLE = Gauge(
     "askuser_sockets_visible", "Live-update WebSockets in this process whose page says it is visible."
 )
+CONNECTIONS_HELD = Counter(
+    "askuser_connections_held",
+    "New connections this process paused for a turn or more of its event loop before reading them.",
+)
 WAITS_PARKED = Gauge("askuser_waits_parked", "Agents' waits (long-polls, hooks) parked in this process.")
 
 

@@ -52,8 +52,8 @@ class Command(BaseCommand):
 
     def handle(self, **options: Any) -> None:
         from daphne.access import AccessLogGenerator
-        from daphne.server import Server
 
+        from askuser_app.server.admission import Server
         from controlui.asgi import application
 
         worker = settings.ASKUSER_SERVE_WORKER if options["worker"] is None else options["worker"]
@@ -65,6 +65,7 @@ class Command(BaseCommand):
             action_logger=AccessLog(AccessLogGenerator(log)) if log else None,
             verbosity=options["verbosity"],
             ready_callable=functools.partial(self.ready, endpoints, worker),
+            per_turn=settings.ASKUSER_NEW_CONNECTIONS_PER_TURN,
         )
         server.run()
         if server.abort_start:
