@@ -20,6 +20,10 @@ from .stats import Latency, latency
 # The browser's schedule (static/askuser/app.js): full jitter, 0.5 s doubling to 30 s.
 BASE, FACTOR, CAP = 0.5, 2, 30.0
 HANDSHAKE_TIMEOUT = 10.0
+# Where the storm's clients connect from. From the server's own address, a page trying
+# again while the server is down may be given the server's port as its own and connect
+# to itself (TCP's simultaneous open): the restart then cannot bind its port.
+STORM_SOURCE = "127.0.0.2"
 
 
 def page_socket(session: str, shown: str, since_ms: int | None = None) -> str:
@@ -108,13 +112,13 @@ async def keep_page(port: int, page: Page, cookie: str, opening: asyncio.Semapho
     """Open the page's socket and hold it; when it drops, come back as the browser does."""
     async with opening:  # a handshake left hanging gives its place up, as browsers do
         path = page_socket(page.session, page.shown)
-        page.ws = await asyncio.wait_for(WebSocket.connect(port, path, cookie), HANDSHAKE_TIMEOUT)
+        page.ws = await asyncio.wait_for(WebSocket.connect(port, path, cookie, STORM_SOURCE), HANDSHAKE_TIMEOUT)
     retries = 0
     while True:
         try:
             if page.ws is None:  # a handshake left hanging is given up, as browsers do
                 path = page_socket(page.session, page.shown, page.lost_ms)
-                page.ws = await asyncio.wait_for(WebSocket.connect(port, path, cookie), HANDSHAKE_TIMEOUT)
+                page.ws = await asyncio.wait_for(WebSocket.connect(port, path, cookie, STORM_SOURCE), HANDSHAKE_TIMEOUT)
                 page.back_at = page.back_at or time.perf_counter()
                 retries = 0
             while True:
@@ -127,13 +131,15 @@ async def keep_page(port: int, page: Page, cookie: str, opening: asyncio.Semapho
 
 
 async def trivial_during(port: int, until: asyncio.Event) -> list[float]:
-    """GET /healthz one after another until ``until``, reconnecting when refused."""
+    """GET /healthz one after another until ``until``, reconnecting when refused: from the
+    moment the restarted server listens, each answer timed from its request's sending (a
+    request on a new connection waits in the listening socket's queue with the pages')."""
     times: list[float] = []
     raw = build_request("GET", "/healthz", port)
     http: Http | None = None
     while not until.is_set():
         try:
-            http = http or await Http.open(port)
+            http = http or await Http.open(port, STORM_SOURCE)
             start = time.perf_counter()
             await http.send_raw(raw)
             times.append(time.perf_counter() - start)
@@ -170,10 +176,11 @@ async def storm(server: Server, people: list[dict[str, str]], count: int, asked:
         await asyncio.sleep(0.05)
     killed = time.perf_counter()
     server.kill()
+    done = asyncio.Event()
+    # From the restart, not from when it first answers: the pages come back meanwhile.
+    trivial = asyncio.create_task(trivial_during(server.port, done))
     await asyncio.to_thread(server.start)
     ready = time.perf_counter()
-    done = asyncio.Event()
-    trivial = asyncio.create_task(trivial_during(server.port, done))
     new_ids = await ask_again(server.port, tokens[:asked], sessions[:asked], shown[:asked])
     asked_pages = [p for p in pages if p.session in new_ids]
     deadline = ready + 120
@@ -213,7 +220,7 @@ def showed(page: Page, prompt_id: str) -> float | None:
 
 async def ask_again(port: int, tokens: list[str], sessions: list[str], old: list[str]) -> dict[str, str]:
     """Each agent cancels its session's shown prompt and asks a new one, as soon as the server is back."""
-    http = await Http.open(port)
+    http = await Http.open(port, STORM_SOURCE)
     ids = {}
     for token, session, prompt_id in zip(tokens, sessions, old, strict=True):
         await http.request("POST", f"/api/v1/prompts/{prompt_id}/cancel", agent_headers(token))
