@@ -252,7 +252,9 @@ What each figure is:
   page's state (a page in line is let in first), so "shows its new prompt"
   is the last page of those 10 sessions showing the new prompt, and a page
   that has not within 120 s of the restart is a lost prompt. The trivial
-  request is `GET /healthz`, one after another, from the restart until then.
+  request is `GET /healthz`, one after another, from the restart until then
+  (on a new connection, its first waits in the listening queue with the
+  pages'); the storm's clients connect from 127.0.0.2.
 """
 
 
