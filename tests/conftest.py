@@ -37,6 +37,7 @@ from django.test import Client
 from xdist.scheduler import LoadScopeScheduling
 
 from askuser_app.agents import calls
+from askuser_app.delivery import engine
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
 from askuser_app.runtime import realtime
@@ -437,6 +438,15 @@ def on_every_thread(threads: KeptThreads, work) -> None:
         done.result(DEADLINE)
 
 
+def engine_thread_settled() -> None:
+    """The delivery engine's own database thread has done what it was given and dropped its
+    connection. A test that ends on what a delivery did (a mail received) ends while the engine
+    still records it on that thread; pytest-django's flush then met the record's transaction
+    (PostgreSQL: "deadlock detected", the next test finding the last one's rows)."""
+    if engine.database.pool is not None:
+        engine.database.pool.submit(connections.close_all).result(DEADLINE)
+
+
 @pytest.fixture(autouse=True)
 def kept_threads_see_the_tests_database(request):
     """The ASGI application serves the agent routes and the panel's answer on threads of their
@@ -454,6 +464,7 @@ def kept_threads_see_the_tests_database(request):
         yield
         for threads in KEPT_THREADS:
             on_every_thread(threads, connections.close_all)
+        engine_thread_settled()
         return
     shared = connections[DEFAULT_DB_ALIAS]
     shared.inc_thread_sharing()
