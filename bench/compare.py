@@ -75,6 +75,7 @@ class Awaithumans(servers.Server):
         super().__init__(env, ready="/api/health")
         data = Path(env["ASKUSER_DATA_DIR"])
         self.env = {**env, "AWAITHUMANS_ADMIN_API_TOKEN": AWAITHUMANS_TOKEN}
+        self.name = "awaithumans"
         self.cwd = data  # it keeps a .awaithumans folder where it starts: in the run's folder, not the checkout
         self.command = [
             str(venv / "bin" / "awaithumans"),

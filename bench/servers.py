@@ -28,10 +28,17 @@ _running: list[Server] = []
 problems: list[str] = []  # tracebacks the servers logged, reported under the table
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+FD = "{fd}"  # in a command: the listening socket's descriptor, handed to the process
+
+
+def listening(port: int = 0) -> socket.socket:
+    """A socket listening on 127.0.0.1 (on a free port by default), with a deep backlog."""
+    listener = socket.socket()
+    # A restart binds the port a killed process held; its closed connections may linger.
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(4096)
+    return listener
 
 
 def base_env(data_dir: Path) -> dict[str, str]:
@@ -123,22 +130,33 @@ class Server:
 
     def __init__(self, env: dict[str, str], app: str = "controlui.asgi:application", ready: str = "/healthz") -> None:
         self.env, self.app, self.ready = env, app, ready
-        self.port = free_port()
-        endpoint = f"tcp:port={self.port}:backlog=4096:interface=127.0.0.1"
+        # Bound here and handed over (``--fd``), as production's systemd socket does: no other
+        # program can take the port between choosing it and the server listening on it.
+        self.listener: socket.socket | None = listening()
+        self.port = self.listener.getsockname()[1]
         if app == "controlui.asgi:application":
-            self.command = [sys.executable, "manage.py", "serve", "-v", "0", "-e", endpoint]
+            self.name = "askuser"
+            self.command = [sys.executable, "manage.py", "serve", "-v", "0", "--fd", FD]
         else:
-            self.command = [sys.executable, "-m", "daphne", "-v", "0", "-e", endpoint, app]
+            self.name = app
+            self.command = [sys.executable, "-m", "daphne", "-v", "0", "--fd", FD, app]
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(env["ASKUSER_DATA_DIR"]) / f"daphne-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.cwd = ROOT  # where it runs: another server may write files where it starts
 
     def start(self) -> Server:
-        with self.log.open("ab") as log:
+        listener = self.listener or listening(self.port)  # after a kill: its port again
+        self.listener = None
+        with self.log.open("ab") as log, listener:
+            fd = listener.fileno()
+            if FD not in self.command:  # a program that binds its port itself (a moment's race)
+                listener.close()
+            command = [str(fd) if part == FD else part for part in self.command]
             self.process = subprocess.Popen(
-                self.command, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT
-            )
+                command, cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(fd,) if FD in self.command else (),
+            )  # fmt: skip
         if self not in _running:  # started again after a kill
             _running.append(self)
         deadline = time.monotonic() + 30
@@ -149,7 +167,7 @@ class Server:
             except httpx.TransportError:
                 time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"{self.command[2]} on {self.port} did not start:\n{self.log.read_text(errors='replace')}")
+        raise RuntimeError(f"{self.name} on {self.port} did not start:\n{self.log.read_text(errors='replace')}")
 
     @property
     def pid(self) -> int:
@@ -187,9 +205,7 @@ class Server:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
         if "Traceback" in text:
             last = text[text.rindex("Traceback") :].strip().splitlines()[-1]
-            problems.append(
-                f"{self.command[-1]} on {self.port} logged {text.count('Traceback')} tracebacks, last: {last}"
-            )
+            problems.append(f"{self.name} on {self.port} logged {text.count('Traceback')} tracebacks, last: {last}")
 
     def __enter__(self) -> Server:
         return self.start()
@@ -201,7 +217,7 @@ class Server:
 def raw_server(env: dict[str, str]) -> Server:
     """The bare asyncio HTTP server of bench/rawserver.py, for the lowest floor."""
     server = Server(env, ready="/")
-    server.command = [sys.executable, "-m", "bench.rawserver", str(server.port)]
+    server.name, server.command = "bench.rawserver", [sys.executable, "-m", "bench.rawserver", str(server.port)]
     return server
 
 
