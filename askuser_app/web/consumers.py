@@ -308,6 +308,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """A prompt asked, resolved or given more time: the count, and what else the page shows of it."""
         # The prompt just asked, for the desktop notification (not a deadline moved).
         arrived = event["prompt_id"] if event.get("asked") else None
+        if heard == "session" and arrived is not None:  # the page's own session asks
+            assert self.session is not None
+            return ui.render_asked(self.scope["user"], self.session, arrived, self.cookies)
         # First: the title counts it as the panel appears.
         html = ui.render_waiting(self.scope["user"], oob=True, arrived=arrived)
         if heard == "user" and self.inbox:

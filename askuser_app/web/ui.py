@@ -180,7 +180,7 @@ def summary_item(summary: Summary) -> Item:
 
 def pending_prompt_expiring_overdue(session: Session) -> Prompt | None:
     """The session's pending prompt, with what the panel shows; one found overdue is expired."""
-    pending = session.prompts.filter(status=Prompt.Status.PENDING)
+    pending = session.prompts.filter(status=Prompt.Status.PENDING).select_related("agent")
     prompt = pending.prefetch_related(*services.QUESTIONS_IN_ORDER).first()
     if prompt is not None and prompt.is_overdue():
         services.result_expiring_if_overdue(prompt)
@@ -329,12 +329,15 @@ class Waiting:
         return "data:image/svg+xml," + quote(svg, safe="")
 
 
-def waiting(user: Any, *, arrived: str | None = None) -> Waiting:
+def waiting(user: Any, *, arrived: str | None = None, known: Arrived | None = None) -> Waiting:
     """The person's pending prompts, oldest first (one query), and with ``arrived``
-    the prompt just asked, read for its notification (one more)."""
+    the prompt just asked, read for its notification (one more), unless it is
+    ``known`` already."""
     pending = Prompt.waiting_for(user.pk)
     ids = list(pending.order_by("created_at", "pk").values_list("pk", flat=True))
-    return Waiting(len(ids), ids[0] if ids else None, arrival(user, arrived) if arrived else None)
+    if known is None and arrived:
+        known = arrival(user, arrived)
+    return Waiting(len(ids), ids[0] if ids else None, known if arrived else None)
 
 
 def arrival(user: Any, prompt_id: str) -> Arrived | None:
@@ -347,13 +350,24 @@ def arrival(user: Any, prompt_id: str) -> Arrived | None:
     )
     if first is None:
         return None
-    return Arrived(first.prompt_id, first.prompt.agent.name, first.header, first.text)
+    return arrived_from(first.prompt, first)
 
 
-def render_waiting(user: Any, *, oob: bool = False, arrived: str | None = None, unless: str | None = None) -> str:
+def arrived_from(prompt: Prompt, first: Question) -> Arrived:
+    return Arrived(prompt.pk, prompt.agent.name, first.header, first.text)
+
+
+def render_waiting(
+    user: Any,
+    *,
+    oob: bool = False,
+    arrived: str | None = None,
+    unless: str | None = None,
+    known: Arrived | None = None,
+) -> str:
     """The header's "2 waiting" link and what the title and icon show; nothing
     when the page already shows this state (``unless``, its ``Waiting.state``)."""
-    now = waiting(user, arrived=arrived)
+    now = waiting(user, arrived=arrived, known=known)
     if unless is not None and unless == now.state:
         return ""
     return render_to_string("askuser/partials/waiting.html", {"waiting": now, "oob": oob})
@@ -484,6 +498,20 @@ def render_prompt_change(session: Session, prompt_id: str, cookies: dict[str, st
     A prompt that just ``appeared`` has no summary yet; its resolution will bring one."""
     items = [] if appeared else [summary_item(s) for s in summaries(resolved_prompts(session, pk=prompt_id))]
     return render_panel(session, cookies, oob=True) + render_appended(items)
+
+
+def render_asked(user: Any, session: Session, prompt_id: str, cookies: dict[str, str]) -> str:
+    """What a tab of ``session`` needs when the session asks ``prompt_id``: the count with
+    the prompt's notification, then the panel (``render_waiting``, ``render_prompt_change``).
+
+    The panel's prompt is read first: when it is the one asked, as it is unless it
+    resolved meanwhile, the notification is taken from it instead of read again."""
+    context = {**panel_context(session, cookies), "oob": True}
+    prompt, questions = context["prompt"], context["questions"]
+    asked = prompt is not None and bool(questions) and str(prompt.pk) == prompt_id
+    known = arrived_from(prompt, questions[0]) if asked else None
+    count = render_waiting(user, oob=True, arrived=prompt_id, known=known)
+    return count + render_to_string("askuser/partials/panel.html", context)
 
 
 def render_closed_panel(prompt_id: uuid.UUID | str) -> str:

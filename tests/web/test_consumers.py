@@ -9,6 +9,8 @@ from datetime import timedelta
 import pytest
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from askuser_app.domain import services
@@ -16,7 +18,7 @@ from askuser_app.models import Message, Prompt, Session
 from askuser_app.runtime import realtime
 from askuser_app.runtime.asyncdb import database_call
 from askuser_app.web import socketauth, ui
-from askuser_app.web.consumers import CLOSE_TOO_MANY
+from askuser_app.web.consumers import CLOSE_TOO_MANY, LiveConsumer
 from tests.conftest import ask_async, connect, cookie_for, empty_the_cache, opened
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -353,6 +355,45 @@ async def test_a_new_prompt_is_pushed_to_every_open_tab(agent, owner, session):
         assert f'data-prompt-id="{prompt.pk}"' in html and 'hx-swap-oob="true"' in html
         assert "Where should this release go first?" in html
         await tab.disconnect()
+
+
+async def test_a_new_prompts_push_to_its_sessions_tab_reads_five_statements(agent, owner, session):
+    """The count, the session's pending prompt with its agent, its questions, their options,
+    its undelivered messages; the notification is taken from the panel's prompt, not read
+    again (docs/PERFORMANCE.md, "The push of a new question"). The tab's first push also
+    reads the session's agent, which its session keeps."""
+    layer = get_channel_layer()
+    listener = await layer.new_channel()
+    await layer.group_add(realtime.session_group("support-42"), listener)
+    cookies = {"sessionid": (await database_call(cookie_for)(owner)).split("=", 1)[1]}
+    tab = LiveConsumer()
+    tab.scope = {"user": owner, "cookies": cookies, "query_string": b"", "url_route": {"kwargs": {}}}
+    tab.session = (await database_call(socketauth.open_socket)(cookies, "support-42", None)).session
+
+    async def push_of_a_new_prompt() -> tuple[Prompt, str, int]:
+        prompt = await ask_async(agent)
+        asked = await layer.receive(listener)
+        assert asked.get("asked") and asked["prompt_id"] == str(prompt.pk)
+
+        def pushed() -> tuple[str, int]:
+            with CaptureQueriesContext(connection) as statements:
+                html = tab.in_language(tab.render_change)(asked, tab.heard(asked))
+            return html, len(statements.captured_queries)
+
+        return prompt, *await database_call(pushed)()
+
+    first, _, _ = await push_of_a_new_prompt()
+    await database_call(services.cancel)(first, agent=agent)
+    while (await layer.receive(listener))["type"] != "prompt.changed":  # the cancel's, closed then changed
+        pass
+    prompt, html, statements = await push_of_a_new_prompt()
+
+    assert statements == 5
+    # What the tab shows: the count with the notification, then the panel.
+    count, panel = html.split('<section id="prompt-panel"')
+    assert 'data-count="1"' in count and f'data-arrived="{prompt.pk}"' in count
+    assert f'data-arrived-title="{agent.name} asks: Deploy"' in count
+    assert f'data-prompt-id="{prompt.pk}"' in panel and "Where should this release go first?" in panel
 
 
 @pytest.mark.parametrize(
