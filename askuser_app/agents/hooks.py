@@ -67,7 +67,7 @@ async def answer_hook(
         if prompt is None:
             return {}
         async with hub().listen(prompt_group(prompt.pk)) as inbox:
-            result = await _result(prompt)
+            result = await _result(agent, prompt)
             try:
                 if result is None and wait > 0:
                     result = await _waiting(inbox, time.monotonic() + wait)
@@ -147,20 +147,13 @@ def _asked_first(agent: Agent, event: Any, kind: hooks.Kind) -> Prompt | None:
     return newest if newest.hook_tool_use == hooks.asked_use(kind, event) else None
 
 
-async def _result(prompt: Prompt) -> dict[str, Any] | None:
-    """The prompt's result as ``_ask`` left it (the twin event's question may be resolved already);
-    one overdue is expired first. Read on the event loop, with no hop to an agent thread and back,
-    when it reads nothing: a hop waits for the interpreter lock twice while the question's push
-    renders on another thread (docs/PERFORMANCE.md, "A permission's round trip, step by step")."""
-    if not prompt.is_overdue():
-        result: dict[str, Any] | None = prompt.result
-        return result
-    return await _result_expiring(prompt)
-
-
 @agent_call
-def _result_expiring(prompt: Prompt) -> dict[str, Any] | None:
-    state = services.result_expiring_if_overdue(prompt)
+def _result(agent: Agent, prompt: Prompt) -> dict[str, Any] | None:
+    """The prompt's result if it resolved before the wait began listening: read again, as a wait
+    reads it (agents/waits.py), since an answer can land between the create's commit and the
+    listening (from another tab, a chat app, another process), and its announcement then reaches
+    no one; one overdue is expired first."""
+    state = services.result_expiring_if_overdue(services.prompt_for_owner(agent.owner_id, prompt.pk))
     return None if state["status"] == "pending" else state
 
 

@@ -513,6 +513,29 @@ async def test_a_newer_request_closes_the_older_question_and_is_asked_itself(tok
     assert (await asyncio.wait_for(second, DEADLINE)).json()["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
 
 
+async def test_an_answer_given_before_the_hook_listens_is_the_hooks_answer(token, owner, monkeypatch):
+    """The question is on the page once its create commits, a moment before the hook listens for
+    its answer; one given in that moment (another tab, a chat app, another process) is not lost."""
+    listen = realtime.Hub.listen
+
+    class AnsweredFirst:
+        def __init__(self, hub: realtime.Hub, group: str) -> None:
+            self.inbox = listen(hub, group)
+
+        async def __aenter__(self) -> realtime.Inbox:
+            await answer(await the_prompt(), {"permission": "Allow"}, by=owner, surface="web")
+            return await self.inbox.__aenter__()
+
+        async def __aexit__(self, *exc: object) -> None:
+            await self.inbox.__aexit__(*exc)
+
+    monkeypatch.setattr(realtime.Hub, "listen", lambda hub, group: AnsweredFirst(hub, group))
+
+    told = await asyncio.wait_for(post_hook(token, BASH), DEADLINE)
+
+    assert told.json()["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
 async def asked_prompt_besides(older: Prompt) -> Prompt:
     pending = database_call(lambda: Prompt.objects.filter(status="pending").exclude(pk=older.pk).first())
     loop_end = asyncio.get_running_loop().time() + DEADLINE
