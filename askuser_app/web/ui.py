@@ -589,7 +589,7 @@ def inbox_cards(user: Any, *, error: str = "", error_for: str = "") -> list[Inbo
     now = timezone.now()
     pending = Prompt.objects.filter(session__owner=user, status=Prompt.Status.PENDING, expires_at__gt=now)
     prompts = list(
-        pending.select_related("session__agent")
+        pending.select_related("session", "agent")
         .prefetch_related(*services.QUESTIONS_IN_ORDER)
         .order_by("expires_at", "created_at", "pk")
     )

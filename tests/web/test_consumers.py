@@ -636,3 +636,19 @@ async def test_an_inbox_that_is_up_to_date_is_sent_nothing_on_connecting(agent, 
 
     assert await tab.receive_nothing(timeout=0.3)
     await tab.disconnect()
+
+
+async def test_a_pushed_question_names_the_agent_that_asked_it_not_the_one_the_tab_opened_with(agent, owner, session):
+    # Two agents of one person may take turns in a session; the tab's session names the first.
+    await database_call(Message.objects.update)(created_at=timezone.now() - timedelta(hours=1))
+    socket = await connect(f"/ws/sessions/support-42/?since={ui.timeline_cursor()}&shown=", owner)
+    await socket.connect(timeout=DEADLINE)
+    other = await database_call(lambda: services.create_agent("reviewer", owner)[0])()
+
+    asked = await ask_async(other)
+
+    html = await socket.receive_from(timeout=DEADLINE)
+    while f'data-prompt-id="{asked.pk}"' not in html:
+        html = await socket.receive_from(timeout=DEADLINE)
+    assert "reviewer asks" in html and "helper asks" not in html
+    await socket.disconnect()
