@@ -70,18 +70,11 @@ class Mailbox(Generic[T]):
 
     async def get(self) -> T:
         while not self.items:
-            reader = asyncio.get_running_loop().create_future()
-            if self.readers is None:
-                self.readers = []
-            self.readers.append(reader)
+            reader = self._reader(asyncio.get_running_loop())
             try:
                 await reader
             except asyncio.CancelledError:
-                with contextlib.suppress(ValueError):
-                    self.readers.remove(reader)
-                if reader.done() and not reader.cancelled() and self.items and self.readers:
-                    # Woken, then cancelled before reading: the next reader takes the item.
-                    self.readers.pop(0).set_result(None)
+                self._gave_up(reader)
                 raise
             finally:
                 if not self.readers:
@@ -97,25 +90,35 @@ class Mailbox(Generic[T]):
         while not self.items:
             if loop.time() >= deadline:
                 return None
-            reader = loop.create_future()
-            if self.readers is None:
-                self.readers = []
-            self.readers.append(reader)
+            reader = self._reader(loop)
             timer = loop.call_at(deadline, self._time_out, reader)
             try:
                 await reader
             except asyncio.CancelledError:
-                with contextlib.suppress(ValueError):
-                    self.readers.remove(reader)
-                if reader.done() and not reader.cancelled() and self.items and self.readers:
-                    # Woken, then cancelled before reading: the next reader takes the item.
-                    self.readers.pop(0).set_result(None)
+                self._gave_up(reader)
                 raise
             finally:
                 timer.cancel()
                 if not self.readers:
                     self.readers = None
         return self.items.pop(0)
+
+    # What ``get`` and ``get_within`` do around their wait: called, not awaited, so a parked
+    # reader holds no frame of them.
+    def _reader(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        reader: asyncio.Future[None] = loop.create_future()
+        if self.readers is None:
+            self.readers = []
+        self.readers.append(reader)
+        return reader
+
+    def _gave_up(self, reader: asyncio.Future[None]) -> None:
+        """A reader cancelled: it waits no more, and an item it was woken for goes to the next."""
+        if self.readers is not None:
+            with contextlib.suppress(ValueError):
+                self.readers.remove(reader)
+        if reader.done() and not reader.cancelled() and self.items and self.readers:
+            self.readers.pop(0).set_result(None)
 
     def _time_out(self, reader: asyncio.Future[None]) -> None:
         if self.readers is not None:
