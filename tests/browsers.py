@@ -170,5 +170,18 @@ def panel_open(page):
     return page.locator("#prompt-panel")
 
 
+def answer_held(page, prompt_id: Any) -> list[tuple[Any, Any]]:
+    """The answer to ``prompt_id`` reaches the server, and its response is held back from the page
+    (``window.answerHeld`` set) until the test fulfils it: ``route, response = held[0]``."""
+    held: list[tuple[Any, Any]] = []
+
+    def hold(route) -> None:
+        held.append((route, route.fetch()))  # the server has answered; its response waits here
+        page.evaluate("() => { window.answerHeld = true; }")
+
+    page.route(f"**/prompts/{prompt_id}/answer", hold)
+    return held
+
+
 def panel_closed(page) -> None:
     page.wait_for_selector("#prompt-panel[hidden]", state="attached", timeout=WAIT_MS)

@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 from askuser_app.delivery.channels.telegram.adapter import SECRET_HEADER
 from askuser_app.domain import contract, services
 from askuser_app.models import Prompt
-from tests.browsers import MARKS, WAIT_MS, Agent, Human, panel_closed, panel_open, shot
+from tests.browsers import MARKS, WAIT_MS, Agent, Human, answer_held, panel_closed, panel_open, shot
 from tests.chatfake import SECRET, TOKEN, FakeTelegram, tap_update, text_update
 from tests.conftest import EXTRAS, PASSWORD, QUESTION, payload
 from tests.servers import DaphneServer
@@ -194,13 +194,7 @@ def test_the_answer_arriving_after_the_next_prompt_leaves_the_next_prompt_open_a
     page = human.open()
     first = agent_api.ask()
     panel = panel_open(page)
-    held = []
-
-    def hold(route) -> None:
-        held.append((route, route.fetch()))  # the server has answered; its response waits here
-        page.evaluate("() => { window.answerHeld = true; }")
-
-    page.route(f"**/prompts/{first}/answer", hold)
+    held = answer_held(page, first)
     # The response's last piece is the page's notice line (its form left the page with the panel it was in).
     settled = "(event) => { if (event.detail.target.id === 'notice') window.answerSettled = true; }"
     page.evaluate(f"() => document.addEventListener('htmx:oobAfterSwap', {settled})")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from askuser_app.models import Answer, Prompt
-from tests.browsers import MARKS, WAIT_MS, panel_open
+from tests.browsers import MARKS, WAIT_MS, answer_held, panel_open
 
 pytestmark = MARKS
 
@@ -24,13 +24,7 @@ def test_the_panel_closes_as_the_answer_leaves_and_the_page_says_so_until_its_re
     prompt_id = agent_api.ask()
     waiting = agent_api.wait(prompt_id)
     panel = panel_open(page)
-    held = []
-
-    def hold(route) -> None:
-        held.append((route, route.fetch()))  # the server has answered; its response waits here
-        page.evaluate("() => { window.answerHeld = true; }")
-
-    page.route(f"**/prompts/{prompt_id}/answer", hold)
+    held = answer_held(page, prompt_id)
 
     panel.get_by_text("Production").click()  # one question: the click answers it
 
